@@ -1,0 +1,9 @@
+"""skbayes: scikit-learn compatible Bayesian neural networks trained by
+natural-gradient variational inference on PyTorch."""
+
+from .posteriors import LowRankGaussian
+from .slang import SLANGClassifier, SLANGRegressor
+
+__version__ = "0.1.0.dev0"
+
+__all__ = ["SLANGRegressor", "SLANGClassifier", "LowRankGaussian", "__version__"]

@@ -1,0 +1,387 @@
+"""The shared estimator: validation, the training loop, prediction machinery.
+
+Every public estimator is a thin subclass that picks a posterior family and a
+likelihood. The loop is the one of every natural-gradient VI method::
+
+    theta ~ q  ->  net(X; theta)  ->  per-example curvature  ->  precision update  ->  mean step
+"""
+
+import math
+import numbers
+import warnings
+
+import numpy as np
+import torch
+from torch.func import functional_call
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from . import curvature as _curv
+from .linalg import woodbury_solve
+from .networks import ACTIVATIONS, DenseSpec, ParamLayout, build_mlp, make_module
+from .posteriors import LowRankGaussian, slang_precision_update
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+_INITS = ("default",)
+
+
+def _torch_dtype(dtype):
+    key = np.dtype(dtype).name if not isinstance(dtype, torch.dtype) else str(dtype).split(".")[-1]
+    if key not in _DTYPES:
+        raise ValueError(f"dtype must be 'float32' or 'float64', got {dtype!r}.")
+    return _DTYPES[key]
+
+
+def _check_number(name, value, low=None, high=None, low_open=False, integer=False, allow=()):
+    if value in allow if not isinstance(value, (np.ndarray, torch.Tensor)) else False:
+        return
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind):
+        raise ValueError(f"{name} must be {'an int' if integer else 'a number'}, got {value!r}.")
+    if low is not None and (value < low or (low_open and value == low)):
+        raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}.")
+    if high is not None and value > high:
+        raise ValueError(f"{name} must be <= {high}, got {value!r}.")
+
+
+class BaseBayesianNetwork(BaseEstimator):
+    """Machinery shared by every skbayes estimator (not public)."""
+
+    # --- subclass hooks ---------------------------------------------------
+    def _make_likelihood(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _encode_targets(self, y):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    # --- validation -------------------------------------------------------
+    def _check_params(self):
+        hls = self.hidden_layer_sizes
+        if hls is None:
+            hls = ()
+        if isinstance(hls, numbers.Integral):
+            hls = (hls,)
+        hls = tuple(hls)
+        if any(isinstance(h, bool) or not isinstance(h, numbers.Integral) or h < 1 for h in hls):
+            raise ValueError(f"hidden_layer_sizes must be positive ints, got {self.hidden_layer_sizes!r}.")
+        if self.activation not in ACTIVATIONS:
+            raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}.")
+        _check_number("rank", self.rank, low=0, integer=True)
+        _check_number("prior_precision", self.prior_precision, low=0, low_open=True)
+        _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
+        _check_number("beta", self.beta, low=0, high=1, low_open=True)
+        _check_number("momentum", self.momentum, low=0)
+        if self.momentum >= 1:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}.")
+        if self.lr_decay is not None:
+            _check_number("lr_decay", self.lr_decay, low=0)
+        _check_number("max_iter", self.max_iter, low=1, integer=True)
+        if self.batch_size != "auto":
+            _check_number("batch_size", self.batch_size, low=1, integer=True)
+        _check_number("mc_samples", self.mc_samples, low=1, integer=True)
+        _check_number("predict_samples", self.predict_samples, low=1, integer=True)
+        _check_number("validation_fraction", self.validation_fraction, low=0, high=1, low_open=True)
+        if self.validation_fraction >= 1:
+            raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}.")
+        _check_number("n_iter_no_change", self.n_iter_no_change, low=1, integer=True)
+        _check_number("tol", self.tol, low=0)
+        if self.init not in _INITS:
+            raise ValueError(f"init must be one of {list(_INITS)}, got {self.init!r}.")
+        return hls
+
+    def _validate_X(self, X, reset):
+        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+
+    # --- helpers ----------------------------------------------------------
+    def _tensor(self, a, dtype=None):
+        return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype or self._dtype, device=self._device)
+
+    @property
+    def _dtype(self):
+        return _torch_dtype(self.dtype)
+
+    @property
+    def _device(self):
+        return torch.device(self.device)
+
+    def _spec(self):
+        if DenseSpec.supports(self.module_):
+            return DenseSpec(self.module_, self._layout)
+        return None
+
+    def _batch_size(self, n):
+        bs = min(64, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
+        return max(bs, 1)
+
+    # --- initialisation ---------------------------------------------------
+    def _initialize(self, n_features, n_train, rng):
+        hls = self._check_params()
+        self._likelihood = self._make_likelihood()
+        n_out = self._likelihood.n_outputs
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            if self.module is None:
+                net = build_mlp(n_features, hls, n_out, self.activation)
+            else:
+                net = make_module(self.module, n_features, n_out)
+        net = net.to(device=self._device, dtype=self._dtype)
+        self.module_ = net
+        self._layout = ParamLayout(net)
+        D = self._layout.size
+        mean = self._layout.flatten_module(net).clone()
+        L = min(int(self.rank), D)
+        # Initial precision: the prior plus one unit of curvature per training
+        # example, i.e. initial standard deviations of about 1/sqrt(N + prior).
+        d0 = torch.full((D,), float(self.prior_precision) + float(n_train), dtype=self._dtype, device=self._device)
+        U0 = torch.zeros(D, L, dtype=self._dtype, device=self._device)
+        self.posterior_ = LowRankGaussian(mean, U0, d0)
+        self._momentum = torch.zeros_like(mean)
+        self.t_ = 0
+        self.n_iter_ = 0
+        self.loss_curve_ = []
+        self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
+        self._rng_state = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
+
+    # --- one step ---------------------------------------------------------
+    def _step(self, Xb, yb, N, gen, spec):
+        post = self.posterior_
+        S = int(self.mc_samples)
+        M = Xb.shape[0]
+        t = self.t_
+        decay = 1.0 + (t ** float(self.lr_decay) if self.lr_decay else 0.0)
+        alpha = float(self.learning_rate) / decay
+        beta = float(self.beta) / decay
+        lam = float(self.prior_precision)
+        theta = post.sample_t(S, generator=gen)
+        if spec is not None:
+            curv, nll, f = _curv.dense_curvature(spec, theta, Xb, yb, self._likelihood)
+        else:
+            curv, nll, f = _curv.generic_curvature(self.module_, self._layout, theta, Xb, yb, self._likelihood)
+        scale = N / (M * S)
+        U, d = slang_precision_update(post.U_t, post.d_t, curv, scale, beta, lam, self.rank)
+        g = scale * curv.grad_sum()
+        gamma = float(self.momentum)
+        self._momentum = gamma * self._momentum + (1.0 - gamma) * g
+        m_hat = self._momentum / (1.0 - gamma ** (t + 1))
+        step = woodbury_solve(U, d, m_hat + lam * post.mean_t)
+        post.mean_t = post.mean_t - alpha * step
+        post.U_t, post.d_t = U, d
+        self._after_step(f, yb, scale, N, beta)
+        self.t_ = t + 1
+        return float(scale * nll.sum())
+
+    def _after_step(self, f, yb, scale, N, beta):
+        """Hook for likelihood parameters (the regressor's noise precision)."""
+
+    def _finalize(self):
+        """Hook run at the end of every fit / partial_fit."""
+
+    def _extra_kl(self):
+        return 0.0
+
+    # --- state snapshots (divergence recovery, early stopping) -------------
+    def _snapshot(self):
+        p = self.posterior_
+        snap = {
+            "mean": p.mean_t.clone(),
+            "U": p.U_t.clone(),
+            "d": p.d_t.clone(),
+            "mom": self._momentum.clone(),
+            "t": self.t_,
+        }
+        noise = getattr(self, "_noise", None)
+        if noise is not None and noise.learn:
+            snap["noise"] = (noise.a, noise.b)
+        return snap
+
+    def _restore(self, snap):
+        p = self.posterior_
+        p.mean_t, p.U_t, p.d_t = snap["mean"], snap["U"], snap["d"]
+        self._momentum = snap["mom"]
+        self.t_ = snap["t"]
+        if "noise" in snap:
+            self._noise.a, self._noise.b = snap["noise"]
+
+    def _finite_state(self):
+        p = self.posterior_
+        return bool(
+            torch.isfinite(p.mean_t).all() and torch.isfinite(p.U_t).all() and torch.isfinite(p.d_t).all()
+        )
+
+    # --- the loop ---------------------------------------------------------
+    def _fit_loop(self, X, y, n_epochs, incremental):
+        """Run epochs over (X, y) (already validated and encoded)."""
+        N_all = X.shape[0]
+        gen = torch.Generator(device=self._device)
+        gen.set_state(self._rng_state)
+        Xv = yv = None
+        early = self.early_stopping and not incremental
+        if early:
+            Xt, yt, Xv, yv = self._validation_split(X, y)
+        else:
+            Xt, yt = X, y
+        N = Xt.shape[0]
+        Xt_t, yt_t = self._tensor(Xt), self._target_tensor(yt)
+        bs = self._batch_size(N)
+        spec = self._spec()
+        best_loss, best_score, no_improve = np.inf, -np.inf, 0
+        best_snap = None
+        converged = False
+        self._diverged = False
+        bar = None
+        if self.verbose and not incremental:
+            from tqdm.auto import tqdm
+
+            bar = tqdm(total=n_epochs, desc=type(self).__name__, leave=True)
+        for epoch in range(n_epochs):
+            snap = self._snapshot()
+            perm = torch.randperm(N, generator=gen, device=self._device)
+            data_term, n_steps, bad = 0.0, 0, False
+            for start in range(0, N, bs):
+                idx = perm[start : start + bs]
+                with torch.no_grad():
+                    data_term += self._step(Xt_t[idx], yt_t[idx], N, gen, spec)
+                n_steps += 1
+                if not math.isfinite(data_term) or not self._finite_state():
+                    bad = True
+                    break
+            if bad:
+                self._restore(snap)
+                self._diverged = True
+                warnings.warn(
+                    f"{type(self).__name__} diverged (non-finite values) in epoch {self.n_iter_ + 1}: "
+                    f"training stopped and the posterior reverted to the end of epoch {self.n_iter_}. "
+                    f"The learning rate is likely too large (learning_rate={self.learning_rate}, "
+                    f"beta={self.beta}); lower it, or standardise the inputs.",
+                    ConvergenceWarning,
+                )
+                break
+            with torch.no_grad():
+                kl = self.posterior_.kl_to_prior(self.prior_precision) + self._extra_kl()
+            loss = (data_term / n_steps + kl) / N
+            self.loss_curve_.append(loss)
+            self.n_iter_ += 1
+            if bar is not None:
+                bar.set_postfix(neg_elbo=f"{loss:.4f}")
+                bar.update(1)
+            if incremental:
+                continue
+            if early:
+                score = self._validation_score(Xv, yv)
+                self.validation_scores_.append(score)
+                if score > best_score:
+                    best_snap = self._snapshot()
+                if score < best_score + self.tol:
+                    no_improve += 1
+                else:
+                    no_improve = 0
+                best_score = max(best_score, score)
+            else:
+                if loss > best_loss - self.tol:
+                    no_improve += 1
+                else:
+                    no_improve = 0
+                best_loss = min(best_loss, loss)
+            if no_improve >= self.n_iter_no_change:
+                converged = True
+                break
+        if bar is not None:
+            bar.close()
+        if early and best_snap is not None:
+            self._restore(best_snap)
+            self.best_validation_score_ = best_score
+        self._rng_state = gen.get_state()
+        self._layout.load_into(self.module_, self.posterior_.mean_t)
+        self._finalize()
+        if not incremental and not converged and not self._diverged:
+            warnings.warn(
+                f"{type(self).__name__}: maximum iterations ({n_epochs}) reached and the "
+                "optimization hasn't converged yet.",
+                ConvergenceWarning,
+            )
+
+    def _validation_split(self, X, y):
+        from sklearn.model_selection import train_test_split
+
+        stratify = y if getattr(self, "_is_classifier", False) else None
+        seed = int(np.random.RandomState(self._predict_seed).randint(np.iinfo(np.int32).max))
+        try:
+            Xt, Xv, yt, yv = train_test_split(
+                X, y, test_size=self.validation_fraction, random_state=seed, stratify=stratify
+            )
+        except ValueError:
+            Xt, Xv, yt, yv = train_test_split(X, y, test_size=self.validation_fraction, random_state=seed)
+        if Xv.shape[0] < 1 or Xt.shape[0] < 1:
+            raise ValueError(
+                f"early_stopping with validation_fraction={self.validation_fraction} leaves an empty "
+                f"training or validation set for {X.shape[0]} samples."
+            )
+        self.validation_scores_ = []
+        return Xt, yt, Xv, yv
+
+    # --- fit / partial_fit -------------------------------------------------
+    def _fit(self, X, y, incremental, classes=None):
+        fitted = hasattr(self, "posterior_")
+        reset = not (fitted and (incremental or self.warm_start))
+        X, y = self._validate_X_y(X, y, reset=reset)
+        if reset:
+            rng = check_random_state(self.random_state)
+            self._check_params()
+            self._prepare_targets(y, first=True, classes=classes)
+            self._initialize(X.shape[1], X.shape[0], rng)
+        else:
+            self._check_params()
+            self._prepare_targets(y, first=False, classes=classes)
+        y_enc = self._encode_targets(y)
+        n_epochs = 1 if incremental else int(self.max_iter)
+        self._fit_loop(X, y_enc, n_epochs, incremental)
+        return self
+
+    # --- prediction ---------------------------------------------------------
+    def _predict_outputs(self, X, n_samples=None, seed=None):
+        """Validate ``X`` and return network outputs under posterior weight samples.
+
+        The samples are drawn from a generator seeded at fit time, so a fitted
+        model's predictions are deterministic, and the same samples serve every
+        row, so a row's prediction never depends on the other rows.
+        Returns a tensor ``(n_samples, n_rows, n_outputs)``.
+        """
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
+        return self._outputs(self._tensor(X), n_samples, seed)
+
+    def _outputs(self, Xt, n_samples=None, seed=None):
+        S = int(self.predict_samples if n_samples is None else n_samples)
+        seed = self._predict_seed if seed is None else seed
+        gen = torch.Generator(device=self._device).manual_seed(int(seed))
+        spec = self._spec()
+        outs = []
+        with torch.no_grad():
+            for s0 in range(0, S, 16):
+                theta = self.posterior_.sample_t(min(16, S - s0), generator=gen)
+                rows = []
+                for r0 in range(0, Xt.shape[0], 2048):
+                    Xr = Xt[r0 : r0 + 2048]
+                    if spec is not None:
+                        rows.append(spec.forward(theta, Xr))
+                    else:
+                        rows.append(
+                            torch.stack(
+                                [functional_call(self.module_, self._layout.unflatten(th), (Xr,)) for th in theta]
+                            )
+                        )
+                outs.append(torch.cat(rows, 1))
+        f = torch.cat(outs, 0)
+        if not torch.isfinite(f).all():
+            raise FloatingPointError(
+                f"{type(self).__name__} produced non-finite network outputs; the fitted posterior is "
+                "degenerate (lower learning_rate or standardise the inputs and refit)."
+            )
+        return f
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        return tags

@@ -1,0 +1,187 @@
+"""Per-example gradients, in two interchangeable representations.
+
+A *curvature batch* stands for the matrix ``G`` of shape ``(n, D)`` whose rows are
+the per-example gradients ``g_i`` of the negative log-likelihood, one row per
+(weight sample, example) pair, ``n = S * M``. Posterior updates only ever need
+
+- ``grad_sum()``  ``sum_i g_i``                      (D,)
+- ``sq_sum()``    ``sum_i g_i**2``                   (D,)  diagonal of ``G^T G``
+- ``gram()``      ``G G^T``                          (n, n)
+- ``project(U)``  ``G U``                            (n, L)
+- ``combine(V)``  ``G^T V``                          (D, k)
+- ``dense()``     ``G`` itself                        (n, D)  (small problems only)
+
+:class:`GenericCurvature` holds ``G`` explicitly (``torch.func.vmap(grad)``,
+any architecture). :class:`DenseCurvature` never forms it: for a dense layer
+``g_i`` is the outer product ``delta_i a_i^T`` of the back-propagated output
+gradient and the layer input, so every quantity above is a few matmuls with the
+layer inputs ``A`` and output gradients ``Delta``
+(``G G^T = sum_l (A_l A_l^T + 1) * (Delta_l Delta_l^T)`` and so on).
+"""
+
+import torch
+from torch.func import functional_call, grad_and_value, vmap
+
+
+class GenericCurvature:
+    """Curvature batch holding the per-example gradient matrix ``G`` (n, D)."""
+
+    def __init__(self, G):
+        self.G = G
+        self.n, self.D = G.shape
+
+    def grad_sum(self):
+        return self.G.sum(0)
+
+    def sq_sum(self):
+        return (self.G * self.G).sum(0)
+
+    def gram(self):
+        return self.G @ self.G.T
+
+    def project(self, U):
+        return self.G @ U
+
+    def combine(self, V):
+        return self.G.T @ V
+
+    def dense(self):
+        return self.G
+
+
+class DenseCurvature:
+    """Curvature batch of a network of dense layers, from layer inputs and output gradients.
+
+    Parameters
+    ----------
+    layers : list of tuples ``(A, Delta, w_off, out, inp, b_off)``
+        ``A`` (n, inp) layer inputs, ``Delta`` (n, out) gradients of the summed
+        negative log-likelihood with respect to the layer's pre-activations,
+        ``w_off``/``b_off`` the offsets of the weight and bias (``None`` if the
+        layer has no bias) in the flat parameter vector.
+    D : int
+        Length of the flat parameter vector.
+    """
+
+    def __init__(self, layers, D):
+        self.layers = layers
+        self.D = D
+        self.n = layers[0][0].shape[0]
+        ref = layers[0][0]
+        self._dtype, self._device = ref.dtype, ref.device
+
+    def _zeros(self, *shape):
+        return torch.zeros(*shape, dtype=self._dtype, device=self._device)
+
+    def grad_sum(self):
+        out = self._zeros(self.D)
+        for A, Dl, w_off, o, i, b_off in self.layers:
+            out[w_off : w_off + o * i] = (Dl.T @ A).reshape(-1)
+            if b_off is not None:
+                out[b_off : b_off + o] = Dl.sum(0)
+        return out
+
+    def sq_sum(self):
+        out = self._zeros(self.D)
+        for A, Dl, w_off, o, i, b_off in self.layers:
+            D2 = Dl * Dl
+            out[w_off : w_off + o * i] = (D2.T @ (A * A)).reshape(-1)
+            if b_off is not None:
+                out[b_off : b_off + o] = D2.sum(0)
+        return out
+
+    def gram(self):
+        K = self._zeros(self.n, self.n)
+        for A, Dl, w_off, o, i, b_off in self.layers:
+            AA = A @ A.T
+            if b_off is not None:
+                AA = AA + 1.0
+            K += AA * (Dl @ Dl.T)
+        return K
+
+    def project(self, U):
+        L = U.shape[1]
+        out = self._zeros(self.n, L)
+        for A, Dl, w_off, o, i, b_off in self.layers:
+            # (G_l U_l)[n, k] = sum_{o,i} Delta[n, o] A[n, i] U[o*inp + i, k]
+            Uw = U[w_off : w_off + o * i].reshape(o, i, L).permute(1, 0, 2).reshape(i, o * L)
+            T = (A @ Uw).reshape(self.n, o, L)
+            out += torch.einsum("nol,no->nl", T, Dl)
+            if b_off is not None:
+                out += Dl @ U[b_off : b_off + o]
+        return out
+
+    def combine(self, V):
+        k = V.shape[1]
+        out = self._zeros(self.D, k)
+        for A, Dl, w_off, o, i, b_off in self.layers:
+            # (G_l^T V)[o*inp + i, k] = sum_n Delta[n, o] V[n, k] A[n, i]
+            DV = (Dl[:, :, None] * V[:, None, :]).reshape(self.n, o * k)
+            T = (DV.T @ A).reshape(o, k, i).permute(0, 2, 1)
+            out[w_off : w_off + o * i] = T.reshape(o * i, k)
+            if b_off is not None:
+                out[b_off : b_off + o] = Dl.T @ V
+        return out
+
+    def dense(self):
+        G = self._zeros(self.n, self.D)
+        for A, Dl, w_off, o, i, b_off in self.layers:
+            G[:, w_off : w_off + o * i] = (Dl[:, :, None] * A[:, None, :]).reshape(self.n, o * i)
+            if b_off is not None:
+                G[:, b_off : b_off + o] = Dl
+        return G
+
+
+def dense_curvature(spec, theta, X, y, lik):
+    """Per-example curvature of a :class:`~skbayes.networks.DenseSpec` network.
+
+    Parameters
+    ----------
+    spec : DenseSpec
+    theta : Tensor (S, D)
+        Weight samples.
+    X : Tensor (M, in)
+    y : Tensor (M,) or (M, k)
+        Targets in the likelihood's encoding.
+    lik : Likelihood
+        Gives the per-example negative log-likelihood ``lik.nll(f, y)``.
+
+    Returns
+    -------
+    curv : DenseCurvature
+        Rows ordered sample-major (``s * M + i``).
+    nll : Tensor (S, M), detached.
+    f : Tensor (S, M, out), detached network outputs.
+    """
+    with torch.enable_grad():
+        f, As, Zs = spec.forward(theta, X, keep=True)
+        nll = lik.nll(f, y)
+        deltas = torch.autograd.grad(nll.sum(), Zs)
+    S, M = nll.shape
+    layers = []
+    for A, Dl, (w_off, o, i, b_off) in zip(As, deltas, spec.linears):
+        layers.append((A.reshape(S * M, i), Dl.reshape(S * M, o), w_off, o, i, b_off))
+    return DenseCurvature(layers, theta.shape[1]), nll.detach(), f.detach()
+
+
+def generic_curvature(module, layout, theta, X, y, lik):
+    """Per-example gradients of any module by ``torch.func.vmap(grad)``.
+
+    Same contract as :func:`dense_curvature`; materialises ``G`` (S*M, D).
+    """
+
+    def loss_one(params, x, yi):
+        out = functional_call(module, params, (x[None],))
+        return lik.nll(out, yi[None])[0]
+
+    Gs, nlls, fs = [], [], []
+    for s in range(theta.shape[0]):
+        params = layout.unflatten(theta[s])
+        with torch.enable_grad():
+            g, v = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0))(params, X, y)
+        Gs.append(torch.cat([g[n].reshape(X.shape[0], -1) for n in layout.names], dim=1))
+        nlls.append(v)
+        with torch.no_grad():
+            fs.append(functional_call(module, params, (X,)))
+    G = torch.cat(Gs, 0).detach()
+    return GenericCurvature(G), torch.stack(nlls).detach(), torch.stack(fs).detach()

@@ -1,0 +1,61 @@
+"""What every posterior family exposes to users (numpy in, numpy out)."""
+
+import numpy as np
+import torch
+from sklearn.utils import check_random_state
+
+#: Largest parameter count for which dense ``precision()``/``covariance()`` are allowed.
+MAX_DENSE_SIZE = 5000
+
+
+class PosteriorMixin:
+    """Shared user-facing API; families implement the ``*_t`` tensor methods."""
+
+    @property
+    def mean(self):
+        """Posterior mean, flat, in ``module_.parameters()`` order."""
+        return self.mean_t.detach().cpu().numpy().copy()
+
+    @property
+    def n_params(self):
+        return int(self.mean_t.shape[0])
+
+    def variance(self):
+        """Marginal posterior variances, shape ``(D,)``."""
+        return self.variance_t().detach().cpu().numpy()
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw weight vectors from the posterior, shape ``(n_samples, D)``.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState instance or None, default=None
+            Seeds the draw; ``None`` draws a fresh seed from numpy's global state.
+        """
+        seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+        gen = torch.Generator(device=self.mean_t.device).manual_seed(seed)
+        with torch.no_grad():
+            return self.sample_t(int(n_samples), generator=gen).cpu().numpy()
+
+    def _check_dense(self, max_size):
+        D = self.n_params
+        if D > max_size:
+            raise ValueError(
+                f"The posterior has {D} parameters; dense {D}x{D} matrices are only formed for "
+                f"at most max_size={max_size} parameters. Use the structured factors, variance() "
+                "or sample() instead, or pass a larger max_size."
+            )
+
+    def precision(self, max_size=MAX_DENSE_SIZE):
+        """Dense posterior precision matrix ``(D, D)`` (small models only)."""
+        self._check_dense(max_size)
+        with torch.no_grad():
+            return self.precision_t().cpu().numpy()
+
+    def covariance(self, max_size=MAX_DENSE_SIZE):
+        """Dense posterior covariance matrix ``(D, D)`` (small models only)."""
+        self._check_dense(max_size)
+        with torch.no_grad():
+            P = self.precision_t()
+            return torch.cholesky_inverse(torch.linalg.cholesky(P)).cpu().numpy()
