@@ -278,6 +278,7 @@ class BayesianClassifierBase(ClassifierMixin, BaseBayesianNetwork):
         proba : ndarray of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
+        check_is_fitted(self, "posterior_")
         p = self._probs(self._predict_outputs(X)).mean(0)
         return p.cpu().numpy().astype(np.float64)
 
@@ -293,6 +294,7 @@ class BayesianClassifierBase(ClassifierMixin, BaseBayesianNetwork):
         -------
         std : ndarray of shape (n_samples, n_classes)
         """
+        check_is_fitted(self, "posterior_")
         p = self._probs(self._predict_outputs(X))
         return p.std(0, unbiased=False).cpu().numpy().astype(np.float64)
 
@@ -303,4 +305,5 @@ class BayesianClassifierBase(ClassifierMixin, BaseBayesianNetwork):
         -------
         y : ndarray of shape (n_samples,)
         """
-        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

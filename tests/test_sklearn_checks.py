@@ -1,0 +1,16 @@
+"""scikit-learn's own estimator checks on every public estimator."""
+
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skbayes import SLANGClassifier, SLANGRegressor
+
+# Small, fast configurations: the checks fit hundreds of times on tiny data.
+ESTIMATORS = [
+    SLANGRegressor(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0),
+    SLANGClassifier(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0),
+]
+
+
+@parametrize_with_checks(ESTIMATORS)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
