@@ -242,8 +242,12 @@ class BaseBayesianNetwork(BaseEstimator):
             data_term, n_steps, bad = 0.0, 0, False
             for start in range(0, N, bs):
                 idx = perm[start : start + bs]
-                with torch.no_grad():
-                    data_term += self._step(Xt_t[idx], yt_t[idx], N, gen, spec)
+                try:
+                    with torch.no_grad():
+                        data_term += self._step(Xt_t[idx], yt_t[idx], N, gen, spec)
+                except torch.linalg.LinAlgError:  # a non-finite precision reached a factorisation
+                    bad = True
+                    break
                 n_steps += 1
                 if not math.isfinite(data_term) or not self._finite_state():
                     bad = True
@@ -255,7 +259,8 @@ class BaseBayesianNetwork(BaseEstimator):
                     f"{type(self).__name__} diverged (non-finite values) in epoch {self.n_iter_ + 1}: "
                     f"training stopped and the posterior reverted to the end of epoch {self.n_iter_}. "
                     f"The learning rate is likely too large (learning_rate={self.learning_rate}, "
-                    f"beta={self.beta}); lower it, or standardise the inputs.",
+                    f"beta={self.beta}) or the "
+                    "inputs are badly scaled; lower the learning rate, or standardise the inputs.",
                     ConvergenceWarning,
                 )
                 break

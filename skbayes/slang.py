@@ -57,7 +57,7 @@ _COMMON_PARAMS = """
         by ``tol`` for ``n_iter_no_change`` epochs; the best posterior is kept.
     validation_fraction : float, default=0.1
         Fraction held out for early stopping.
-    n_iter_no_change : int, default=10
+    n_iter_no_change : int, default=20
         Epochs without improvement (of the training negative ELBO, or of the
         validation score with ``early_stopping``) before training stops.
     tol : float, default=1e-4
@@ -164,7 +164,7 @@ class SLANGRegressor(BayesianRegressorBase):
         warm_start=False,
         early_stopping=False,
         validation_fraction=0.1,
-        n_iter_no_change=10,
+        n_iter_no_change=20,
         tol=1e-4,
         random_state=None,
         device="cpu",
@@ -226,7 +226,7 @@ class SLANGClassifier(BayesianClassifierBase):
         warm_start=False,
         early_stopping=False,
         validation_fraction=0.1,
-        n_iter_no_change=10,
+        n_iter_no_change=20,
         tol=1e-4,
         random_state=None,
         device="cpu",

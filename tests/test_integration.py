@@ -1,0 +1,279 @@
+"""The estimators inside scikit-learn's tooling, and the user-facing guarantees."""
+
+import pickle
+import warnings
+
+import joblib
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_diabetes, load_iris, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import GridSearchCV, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from torch import nn
+
+from skbayes import SLANGClassifier, SLANGRegressor
+
+FAST = dict(hidden_layer_sizes=(8,), max_iter=30, batch_size=32, predict_samples=20, random_state=0)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+def _reg_data(n=120):
+    X, y = load_diabetes(return_X_y=True)
+    return X[:n], y[:n]
+
+
+def _clf_data():
+    X, y = load_iris(return_X_y=True)
+    return X, y
+
+
+def test_pipeline_and_cross_val_score():
+    X, y = _reg_data(200)
+    pipe = make_pipeline(StandardScaler(), SLANGRegressor(**FAST))
+    scores = cross_val_score(pipe, X, y, cv=3)
+    assert scores.shape == (3,) and np.all(np.isfinite(scores))
+    assert scores.mean() > 0.2  # diabetes: linear models reach ~0.45
+    Xc, yc = _clf_data()
+    acc = cross_val_score(make_pipeline(StandardScaler(), SLANGClassifier(**FAST)), Xc, yc, cv=3)
+    assert acc.mean() > 0.8
+
+
+def test_grid_search_parallel():
+    X, y = _reg_data(150)
+    pipe = make_pipeline(StandardScaler(), SLANGRegressor(**FAST))
+    gs = GridSearchCV(pipe, {"slangregressor__prior_precision": [0.1, 10.0]}, cv=2, n_jobs=2)
+    gs.fit(X, y)
+    assert gs.best_params_["slangregressor__prior_precision"] in (0.1, 10.0)
+    assert np.isfinite(gs.predict(X[:5])).all()
+
+
+def test_clone_keeps_params_and_drops_state():
+    est = SLANGClassifier(rank=3, prior_precision=2.0, **FAST).fit(*_clf_data())
+    c = clone(est)
+    assert c.get_params() == est.get_params()
+    assert not hasattr(c, "posterior_")
+
+
+@pytest.mark.parametrize("Est,data", [(SLANGRegressor, _reg_data), (SLANGClassifier, _clf_data)])
+def test_pickle_and_joblib_round_trip_predict_identically(Est, data, tmp_path):
+    X, y = data()
+    X = StandardScaler().fit_transform(X)
+    est = Est(**FAST).fit(X, y)
+    ref = est.predict_proba(X) if hasattr(est, "predict_proba") else est.predict(X, return_std=True)
+    est2 = pickle.loads(pickle.dumps(est))
+    path = tmp_path / "m.joblib"
+    joblib.dump(est, path)
+    est3 = joblib.load(path)
+    for e in (est2, est3):
+        out = e.predict_proba(X) if hasattr(e, "predict_proba") else e.predict(X, return_std=True)
+        np.testing.assert_array_equal(np.asarray(out), np.asarray(ref))
+    # a loaded model keeps training
+    est3.partial_fit(X, y)
+
+
+def test_pandas_input_and_feature_names():
+    X, y = _reg_data()
+    df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
+    est = SLANGRegressor(**FAST).fit(df, pd.Series(y))
+    np.testing.assert_array_equal(est.feature_names_in_, df.columns.to_numpy())
+    np.testing.assert_allclose(est.predict(df), est.predict(X))
+    with pytest.raises(ValueError, match="feature names"):
+        est.predict(df.rename(columns={"f0": "zz"}))
+    Xc, yc = _clf_data()
+    dfc = pd.DataFrame(Xc, columns=list("abcd"))
+    clf = SLANGClassifier(**FAST).fit(dfc, yc)
+    assert list(clf.feature_names_in_) == list("abcd")
+
+
+def test_string_labels_binary_and_multiclass():
+    Xc, yc = _clf_data()
+    names = np.array(["setosa", "versicolor", "virginica"])[yc]
+    clf = SLANGClassifier(**FAST).fit(StandardScaler().fit_transform(Xc), names)
+    assert list(clf.classes_) == ["setosa", "versicolor", "virginica"]
+    pred = clf.predict(StandardScaler().fit_transform(Xc))
+    assert pred.dtype == names.dtype and set(pred) <= set(names)
+    assert (pred == names).mean() > 0.8
+    X, y = make_classification(n_samples=120, n_features=5, random_state=0)
+    lab = np.where(y == 1, "yes", "no")
+    clf = SLANGClassifier(**FAST).fit(X, lab)
+    assert clf.module_[-1].out_features == 1  # binary: one logit
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(1), 1.0)
+    assert (clf.predict(X) == lab).mean() > 0.8
+
+
+def test_binary_logistic_regression_has_d_plus_one_parameters():
+    X, y = make_classification(n_samples=80, n_features=6, random_state=1)
+    clf = SLANGClassifier(hidden_layer_sizes=(), max_iter=5, random_state=0).fit(X, y)
+    p = clf.posterior_
+    assert p.mean.shape == (7,)
+    np.testing.assert_array_equal(p.mean[:6], clf.module_[0].weight.detach().numpy().ravel())
+    assert p.mean[6] == clf.module_[0].bias.item()
+
+
+def test_partial_fit_continues_from_posterior():
+    X, y = _reg_data()
+    X = StandardScaler().fit_transform(X)
+    est = SLANGRegressor(**FAST)
+    est.partial_fit(X, y)
+    assert est.n_iter_ == 1
+    mean1, d1 = est.posterior_.mean, est.posterior_.d
+    t1 = est.t_
+    est.partial_fit(X, y)
+    assert est.n_iter_ == 2 and est.t_ == 2 * t1
+    assert not np.allclose(est.posterior_.mean, mean1)
+    # continuing is not restarting: one more epoch from a fresh model differs
+    fresh = SLANGRegressor(**FAST).partial_fit(X, y)
+    np.testing.assert_allclose(fresh.posterior_.mean, mean1)  # same seed, same first epoch
+    assert not np.allclose(fresh.posterior_.d, est.posterior_.d)
+    # the loss keeps falling over several epochs on average
+    for _ in range(10):
+        est.partial_fit(X, y)
+    assert np.mean(est.loss_curve_[-3:]) < np.mean(est.loss_curve_[:2])
+    Xc, yc = _clf_data()
+    clf = SLANGClassifier(**FAST)
+    with pytest.raises(ValueError, match="classes"):
+        clf.partial_fit(Xc, yc)
+    clf.partial_fit(Xc[yc < 2], yc[yc < 2], classes=[0, 1, 2])
+    assert list(clf.classes_) == [0, 1, 2] and clf.predict_proba(Xc).shape == (150, 3)
+    clf.partial_fit(Xc, yc)
+    with pytest.raises(ValueError, match="not in classes_"):
+        clf.partial_fit(Xc, yc + 5)
+
+
+def test_warm_start_continues():
+    X, y = _reg_data()
+    est = SLANGRegressor(warm_start=True, **FAST).fit(X, y)
+    n1 = est.n_iter_
+    t1 = est.t_
+    est.fit(X, y)
+    assert est.t_ > t1 and est.n_iter_ > n1
+
+
+def test_predictions_deterministic_and_row_independent():
+    X, y = _reg_data()
+    est = SLANGRegressor(**FAST).fit(X, y)
+    m1, s1 = est.predict(X, return_std=True)
+    m2, s2 = est.predict(X, return_std=True)
+    np.testing.assert_array_equal(m1, m2)
+    np.testing.assert_array_equal(s1, s2)
+    idx = np.random.RandomState(0).permutation(len(X))[:17]
+    ms, ss = est.predict(X[idx], return_std=True)
+    np.testing.assert_allclose(ms, m1[idx], rtol=1e-12)
+    np.testing.assert_allclose(ss, s1[idx], rtol=1e-12)
+    assert np.all(s1 > 0)
+    np.testing.assert_array_equal(est.predict_std(X), s1)
+
+
+def test_sample_y_matches_predictive_moments():
+    X, y = _reg_data()
+    X = StandardScaler().fit_transform(X)
+    est = SLANGRegressor(predict_samples=4000, **{k: v for k, v in FAST.items() if k != "predict_samples"}).fit(X, y)
+    mean, std = est.predict(X[:5], return_std=True)
+    draws = est.sample_y(X[:5], n_samples=4000, random_state=1)
+    assert draws.shape == (5, 4000)
+    np.testing.assert_allclose(draws.mean(1), mean, atol=5 * std.max() / np.sqrt(4000))
+    np.testing.assert_allclose(draws.std(1), std, rtol=0.06)
+    np.testing.assert_array_equal(draws, est.sample_y(X[:5], n_samples=4000, random_state=1))
+
+
+def test_classifier_outputs_are_consistent():
+    Xc, yc = _clf_data()
+    Xc = StandardScaler().fit_transform(Xc)
+    clf = SLANGClassifier(**FAST).fit(Xc, yc)
+    p = clf.predict_proba(Xc)
+    np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-12)
+    np.testing.assert_allclose(clf.predict_log_proba(Xc), np.log(p))
+    np.testing.assert_array_equal(clf.predict(Xc), clf.classes_[p.argmax(1)])
+    s = clf.predict_std(Xc)
+    assert s.shape == p.shape and np.all(s >= 0) and np.any(s > 0)
+
+
+def test_inputs_are_not_modified():
+    X, y = _reg_data()
+    X0, y0 = X.copy(), y.copy()
+    net = nn.Sequential(nn.Linear(10, 4), nn.ReLU(), nn.Linear(4, 1)).double()
+    w0 = [p.detach().clone() for p in net.parameters()]
+    est = SLANGRegressor(module=net, max_iter=3, random_state=0).fit(X, y)
+    est.predict(X)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    for p, q in zip(net.parameters(), w0):
+        assert torch.equal(p.detach(), q)
+    assert est.module_ is not net
+
+
+def test_bad_parameters_give_clear_errors():
+    X, y = _reg_data()
+    for kw, msg in [
+        (dict(rank=-1), "rank"),
+        (dict(prior_precision=0), "prior_precision"),
+        (dict(learning_rate=-1), "learning_rate"),
+        (dict(beta=1.5), "beta"),
+        (dict(momentum=1.0), "momentum"),
+        (dict(batch_size=0), "batch_size"),
+        (dict(activation="swish"), "activation"),
+        (dict(hidden_layer_sizes=(0,)), "hidden_layer_sizes"),
+        (dict(noise_precision=-2.0), "noise_precision"),
+        (dict(init="iblm"), "init"),
+        (dict(dtype="float16"), "dtype"),
+        (dict(module=3), "module"),
+    ]:
+        with pytest.raises((ValueError, TypeError), match=msg):
+            SLANGRegressor(max_iter=1, **kw).fit(X, y)
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        SLANGClassifier(max_iter=1).fit(X, np.zeros(len(X)))
+
+
+def test_divergence_is_reported_and_predictions_stay_finite():
+    """Natural-gradient steps are self-stabilising for any learning rate, so force an
+    overflow with absurdly scaled float32 inputs: the fit must say so and revert."""
+    X, y = _reg_data()
+    est = SLANGRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate.*standardise"):
+        est.fit(X * 1e30, y)
+    assert est.n_iter_ == 0 and est.loss_curve_ == []
+    assert np.all(np.isfinite(est.predict(X)))
+
+
+def test_verbose_progress_bar(capsys):
+    X, y = _reg_data()
+    SLANGRegressor(verbose=True, **FAST).fit(X, y)
+    err = capsys.readouterr().err
+    assert "neg_elbo" in err
+
+
+def test_float32_and_custom_conv_module():
+    """A user conv net through the generic torch.func path, in float32."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0, y[:300]
+
+    def conv(n_in, n_out):
+        return nn.Sequential(
+            nn.Unflatten(1, (1, 8, 8)),
+            nn.Conv2d(1, 4, 3),
+            nn.ReLU(),
+            nn.MaxPool2d(2),
+            nn.Flatten(),
+            nn.Linear(36, n_out),
+        )
+
+    clf = SLANGClassifier(
+        module=conv, rank=4, max_iter=40, batch_size=32, dtype="float32", predict_samples=10, random_state=0
+    )
+    clf.fit(X, y)
+    assert clf.posterior_.mean.dtype == np.float32
+    assert clf.score(X, y) > 0.8
