@@ -1,0 +1,61 @@
+"""Statistical claims on real data (scikit-learn's bundled datasets), fixed seeds."""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_breast_cancer, load_diabetes
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import BayesianRidge, LogisticRegression
+from sklearn.model_selection import StratifiedKFold, cross_val_predict, train_test_split
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skbayes import SLANGClassifier, SLANGRegressor
+from skbayes.metrics import expected_calibration_error, gaussian_log_likelihood, interval_coverage
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+def test_metrics_against_hand_computations():
+    assert expected_calibration_error([0, 1], np.array([[0.9, 0.1], [0.2, 0.8]]), n_bins=10) == pytest.approx(0.15)
+    assert interval_coverage([0.0, 2.0], [0.0, 0.0], [1.0, 1.0], level=0.9) == 0.5
+    assert gaussian_log_likelihood([0.0], [0.0], [1.0]) == pytest.approx(-0.5 * np.log(2 * np.pi))
+
+
+def test_diabetes_intervals_and_log_likelihood():
+    """Pooled over 5 random 70/30 splits: 90% intervals cover 85-95% of held-out targets and
+    the held-out log-likelihood is within 0.05 nats/point of BayesianRidge's."""
+    X, y = load_diabetes(return_X_y=True)
+    cov, ll, ll_br = [], [], []
+    for seed in range(5):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=seed)
+        reg = make_pipeline(
+            StandardScaler(), SLANGRegressor(hidden_layer_sizes=(20,), prior_precision=30.0, random_state=seed)
+        ).fit(Xtr, ytr)
+        m, s = reg.predict(Xte, return_std=True)
+        cov.append(interval_coverage(yte, m, s, 0.9))
+        ll.append(gaussian_log_likelihood(yte, m, s))
+        br = make_pipeline(StandardScaler(), BayesianRidge()).fit(Xtr, ytr)
+        mb, sb = br.predict(Xte, return_std=True)
+        ll_br.append(gaussian_log_likelihood(yte, mb, sb))
+    assert 0.85 <= np.mean(cov) <= 0.95, np.mean(cov)
+    assert np.mean(ll) >= np.mean(ll_br) - 0.05, (np.mean(ll), np.mean(ll_br))
+
+
+def test_breast_cancer_accuracy_and_calibration():
+    """5-fold out-of-fold predictions: accuracy within 1 point of LogisticRegression, ECE < 0.05."""
+    X, y = load_breast_cancer(return_X_y=True)
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    p_lr = cross_val_predict(make_pipeline(StandardScaler(), LogisticRegression()), X, y, cv=cv, method="predict_proba")
+    p = cross_val_predict(
+        make_pipeline(StandardScaler(), SLANGClassifier(random_state=0)), X, y, cv=cv, method="predict_proba"
+    )
+    acc, acc_lr = (p.argmax(1) == y).mean(), (p_lr.argmax(1) == y).mean()
+    assert acc >= acc_lr - 0.01, (acc, acc_lr)
+    assert expected_calibration_error(y, p) < 0.05
