@@ -19,7 +19,6 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import curvature as _curv
-from .linalg import woodbury_solve
 from .networks import ACTIVATIONS, DenseSpec, ParamLayout, build_mlp, make_module
 from .posteriors import LowRankGaussian, slang_precision_update
 
@@ -136,7 +135,7 @@ class BaseBayesianNetwork(BaseEstimator):
         # Initial precision: the prior plus one unit of curvature per training
         # example, i.e. initial standard deviations of about 1/sqrt(N + prior).
         d0 = torch.full((D,), float(self.prior_precision) + float(n_train), dtype=self._dtype, device=self._device)
-        U0 = torch.zeros(D, L, dtype=self._dtype, device=self._device)
+        U0 = torch.zeros(L, D, dtype=self._dtype, device=self._device).T  # (D, L) view of (L, D)
         self.posterior_ = LowRankGaussian(mean, U0, d0)
         self._momentum = torch.zeros_like(mean)
         self.t_ = 0
@@ -166,9 +165,8 @@ class BaseBayesianNetwork(BaseEstimator):
         gamma = float(self.momentum)
         self._momentum = gamma * self._momentum + (1.0 - gamma) * g
         m_hat = self._momentum / (1.0 - gamma ** (t + 1))
-        step = woodbury_solve(U, d, m_hat + lam * post.mean_t)
-        post.mean_t = post.mean_t - alpha * step
-        post.U_t, post.d_t = U, d
+        post.set_factors(U, d)
+        post.mean_t = post.mean_t - alpha * post.solve_t(m_hat + lam * post.mean_t)
         self._after_step(f, yb, scale, N, beta)
         self.t_ = t + 1
         return float(scale * nll.sum())
@@ -199,7 +197,8 @@ class BaseBayesianNetwork(BaseEstimator):
 
     def _restore(self, snap):
         p = self.posterior_
-        p.mean_t, p.U_t, p.d_t = snap["mean"], snap["U"], snap["d"]
+        p.mean_t = snap["mean"]
+        p.set_factors(snap["U"], snap["d"])
         self._momentum = snap["mom"]
         self.t_ = snap["t"]
         if "noise" in snap:

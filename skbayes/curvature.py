@@ -100,28 +100,30 @@ class DenseCurvature:
         return K
 
     def project(self, U):
-        L = U.shape[1]
-        out = self._zeros(self.n, L)
+        # U is (D, L); its transpose is contiguous when U comes from a posterior
+        # (factors are stored as (L, D) so each layer block is an (L, out, in) view).
+        Ut = U.T
+        L = Ut.shape[0]
+        out = self._zeros(L, self.n)
         for A, Dl, w_off, o, i, b_off in self.layers:
-            # (G_l U_l)[n, k] = sum_{o,i} Delta[n, o] A[n, i] U[o*inp + i, k]
-            Uw = U[w_off : w_off + o * i].reshape(o, i, L).permute(1, 0, 2).reshape(i, o * L)
-            T = (A @ Uw).reshape(self.n, o, L)
-            out += torch.einsum("nol,no->nl", T, Dl)
+            # (G_l U_l)[n, k] = sum_{o,i} Delta[n, o] U_k[o, i] A[n, i]
+            T = torch.matmul(Ut[:, w_off : w_off + o * i].reshape(L, o, i), A.T)  # (L, o, n)
+            out += (T * Dl.T[None]).sum(1)
             if b_off is not None:
-                out += Dl @ U[b_off : b_off + o]
-        return out
+                out += Ut[:, b_off : b_off + o] @ Dl.T
+        return out.T
 
     def combine(self, V):
+        # Returns a (D, k) view of a contiguous (k, D) tensor (see project).
         k = V.shape[1]
-        out = self._zeros(self.D, k)
+        out = self._zeros(k, self.D)
         for A, Dl, w_off, o, i, b_off in self.layers:
-            # (G_l^T V)[o*inp + i, k] = sum_n Delta[n, o] V[n, k] A[n, i]
-            DV = (Dl[:, :, None] * V[:, None, :]).reshape(self.n, o * k)
-            T = (DV.T @ A).reshape(o, k, i).permute(0, 2, 1)
-            out[w_off : w_off + o * i] = T.reshape(o * i, k)
+            # (G_l^T V)[(o, i), k] = sum_n Delta[n, o] V[n, k] A[n, i]
+            DV = Dl.T[None] * V.T[:, None, :]  # (k, o, n)
+            out[:, w_off : w_off + o * i] = torch.matmul(DV, A).reshape(k, o * i)
             if b_off is not None:
-                out[b_off : b_off + o] = Dl.T @ V
-        return out
+                out[:, b_off : b_off + o] = V.T @ Dl
+        return out.T
 
     def dense(self):
         G = self._zeros(self.n, self.D)

@@ -14,25 +14,28 @@ __all__ = [
     "lowrank_variance",
     "lowrank_logdet",
     "lowrank_sample",
+    "scaled_gram",
+    "sqrt_inv_coeffs",
     "top_eig_psd",
     "top_eig_from_gram",
 ]
 
 
-def capacitance_cholesky(U, d):
+def capacitance_cholesky(U, d, K=None):
     """Cholesky factor of the capacitance matrix ``I_L + U^T diag(d)^{-1} U``.
 
     Parameters
     ----------
     U : Tensor of shape (D, L)
     d : Tensor of shape (D,), positive
+    K : Tensor of shape (L, L), optional
+        ``scaled_gram(U, d)`` if already computed.
 
     Returns
     -------
     chol : Tensor of shape (L, L), lower triangular.
     """
-    Ud = U / d[:, None]
-    cap = U.T @ Ud
+    cap = (scaled_gram(U, d) if K is None else K).clone()
     cap.diagonal().add_(1.0)
     return torch.linalg.cholesky(cap)
 
@@ -62,8 +65,7 @@ def woodbury_solve(U, d, x, chol=None):
     else:
         if chol is None:
             chol = capacitance_cholesky(U, d)
-        rhs = U.T @ dX
-        w = torch.cholesky_solve(rhs, chol)
+        w = torch.cholesky_solve(U.T @ dX, chol)
         z = dX - (U @ w) / d[:, None]
     return z[:, 0] if vec else z
 
@@ -90,30 +92,33 @@ def lowrank_logdet(U, d, chol=None):
     return out + 2.0 * torch.log(torch.diagonal(chol)).sum()
 
 
-def _sqrt_inv_coeffs(U, d):
-    """Return ``V = d^{-1/2} U`` and the L x L matrix ``M`` with
-    ``(I + V V^T)^{-1/2} = I + V M V^T``.
+def scaled_gram(U, d):
+    """``U^T diag(d)^{-1} U`` (L x L); ``V^T V`` for ``V = d^{-1/2} U``."""
+    Ut = U.T
+    return (Ut / d[None, :]) @ U
 
-    With ``V^T V = R diag(t) R^T``, ``M = R diag(h(t)) R^T`` and
+
+def sqrt_inv_coeffs(K):
+    """The L x L matrix ``M`` with ``(I + V V^T)^{-1/2} = I + V M V^T``, from ``K = V^T V``.
+
+    With ``K = R diag(t) R^T``, ``M = R diag(h(t)) R^T`` and
     ``h(t) = ((1 + t)^{-1/2} - 1) / t = -1 / (sqrt(1 + t) (1 + sqrt(1 + t)))``,
     which stays finite when ``t -> 0`` (zero columns of ``U`` are harmless).
     """
-    V = U / torch.sqrt(d)[:, None]
-    t, R = torch.linalg.eigh(V.T @ V)
+    t, R = torch.linalg.eigh(K)
     t = t.clamp_min(0.0)
     s = torch.sqrt(1.0 + t)
     h = -1.0 / (s * (1.0 + s))
-    M = (R * h) @ R.T
-    return V, M
+    return (R * h) @ R.T
 
 
-def lowrank_sample(mean, U, d, n_samples, generator=None, eps=None):
+def lowrank_sample(mean, U, d, n_samples, generator=None, eps=None, M=None):
     """Exact samples of ``N(mean, (U U^T + diag(d))^{-1})`` in ``O(D L^2 + D L S)``.
 
     With ``V = d^{-1/2} U``, ``P = D^{1/2} (I + V V^T) D^{1/2}``, so
     ``theta = mean + d^{-1/2} (I + V V^T)^{-1/2} eps`` has covariance ``P^{-1}``.
     The symmetric square root is applied through the eigendecomposition of the
-    small matrix ``V^T V`` (see :func:`_sqrt_inv_coeffs`).
+    small matrix ``V^T V`` (see :func:`sqrt_inv_coeffs`); ``V`` is never formed.
 
     Parameters
     ----------
@@ -125,6 +130,8 @@ def lowrank_sample(mean, U, d, n_samples, generator=None, eps=None):
     eps : Tensor of shape (n_samples, D), optional
         Standard normal draws to transform (for tests); drawn from ``generator``
         when omitted.
+    M : Tensor of shape (L, L), optional
+        ``sqrt_inv_coeffs(scaled_gram(U, d))``, if already computed.
 
     Returns
     -------
@@ -133,11 +140,13 @@ def lowrank_sample(mean, U, d, n_samples, generator=None, eps=None):
     D = mean.shape[0]
     if eps is None:
         eps = torch.randn(n_samples, D, generator=generator, dtype=mean.dtype, device=mean.device)
-    z = eps
-    if U.shape[1] > 0:
-        V, M = _sqrt_inv_coeffs(U, d)
-        z = eps + ((eps @ V) @ M) @ V.T
-    return mean[None, :] + z / torch.sqrt(d)[None, :]
+    rs = torch.rsqrt(d)[None, :]
+    if U.shape[1] == 0:
+        return mean[None, :] + eps * rs
+    if M is None:
+        M = sqrt_inv_coeffs(scaled_gram(U, d))
+    c = ((eps * rs) @ U) @ M  # (S, L) = eps V M
+    return mean[None, :] + (eps + (c @ U.T) * rs) * rs
 
 
 def top_eig_psd(P, k):

@@ -30,8 +30,29 @@ class LowRankGaussian(PosteriorMixin):
 
     def __init__(self, mean, U, d):
         self.mean_t = mean
-        self.U_t = U
-        self.d_t = d
+        self.set_factors(U, d)
+
+    def set_factors(self, U, d):
+        """Replace ``(U, d)``; the small L x L quantities are recomputed lazily."""
+        self._U, self._d, self._aux = U, d, None
+
+    @property
+    def U_t(self):
+        return self._U
+
+    @property
+    def d_t(self):
+        return self._d
+
+    def _small(self):
+        """``(chol(I + U^T D^-1 U), M)``: one O(D L^2) pass shared by solve and sample."""
+        if self._aux is None:
+            if self.rank == 0:
+                self._aux = (None, None)
+            else:
+                K = linalg.scaled_gram(self._U, self._d)
+                self._aux = (linalg.capacitance_cholesky(self._U, self._d, K=K), linalg.sqrt_inv_coeffs(K))
+        return self._aux
 
     @property
     def rank(self):
@@ -47,19 +68,19 @@ class LowRankGaussian(PosteriorMixin):
 
     # --- tensor routines -------------------------------------------------
     def sample_t(self, n, generator=None):
-        return linalg.lowrank_sample(self.mean_t, self.U_t, self.d_t, n, generator=generator)
+        return linalg.lowrank_sample(self.mean_t, self.U_t, self.d_t, n, generator=generator, M=self._small()[1])
 
     def variance_t(self):
-        return linalg.lowrank_variance(self.U_t, self.d_t)
+        return linalg.lowrank_variance(self.U_t, self.d_t, chol=self._small()[0])
 
     def precision_t(self):
         return self.U_t @ self.U_t.T + torch.diag(self.d_t)
 
     def logdet_precision_t(self):
-        return linalg.lowrank_logdet(self.U_t, self.d_t)
+        return linalg.lowrank_logdet(self.U_t, self.d_t, chol=self._small()[0])
 
     def solve_t(self, x):
-        return linalg.woodbury_solve(self.U_t, self.d_t, x)
+        return linalg.woodbury_solve(self.U_t, self.d_t, x, chol=self._small()[0])
 
     def kl_to_prior(self, prior_precision):
         """``KL(q || N(0, prior_precision^{-1} I))``."""
@@ -109,13 +130,15 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
     Returns
     -------
     U_new : Tensor (D, min(rank, D))
+        Stored as the transpose of a contiguous ``(L, D)`` tensor, so that
+        each layer's block of every column is a contiguous ``(out, in)`` matrix.
     d_new : Tensor (D,)
     """
     D = d.shape[0]
     L = min(int(rank), D)
     a = math.sqrt(1.0 - beta)
     b = math.sqrt(beta * scale)
-    diag_W = (1.0 - beta) * (U * U).sum(1) + (beta * scale) * curv.sq_sum()
+    diag_W = (1.0 - beta) * _row_sq(U) + (beta * scale) * curv.sq_sum()
     if L == 0:
         U_new = U.new_zeros(D, 0)
         d_new = (1.0 - beta) * d + beta * prior_precision + diag_W
@@ -125,7 +148,7 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
     if D <= m:
         W = torch.cat([a * U, b * curv.dense().T], dim=1)
         lam, Q = linalg.top_eig_psd(W @ W.T, L)
-        U_new = Q * torch.sqrt(lam)[None, :]
+        U_new = (Q * torch.sqrt(lam)[None, :]).T.contiguous().T
     else:
         GU = curv.project(U)  # (n, L_old)
         K = U.new_empty(m, m)
@@ -134,7 +157,19 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
         K[L_old:, :L_old] = (a * b) * GU
         K[L_old:, L_old:] = (b * b) * curv.gram()
         lam, V = linalg.top_eig_from_gram(K, L)
-        U_new = a * (U @ V[:L_old]) + b * curv.combine(V[L_old:])
-    corr = (diag_W - (U_new * U_new).sum(1)).clamp_min(0.0)
+        # U_new^T = a V_U^T U^T + b (G^T V_G)^T, built in the (L, D) layout
+        Ut_new = curv.combine(V[L_old:]).T.mul_(b)
+        if L_old:
+            Ut_new.addmm_(V[:L_old].T, U.T, alpha=a)
+        U_new = Ut_new.T
+    corr = (diag_W - _row_sq(U_new)).clamp_min_(0.0)
     d_new = (1.0 - beta) * d + beta * prior_precision + corr
     return U_new, d_new
+
+
+def _row_sq(U):
+    """``(U * U).sum(1)`` for ``U`` (D, L) stored as the transpose of a (L, D) tensor."""
+    if U.shape[1] == 0:
+        return U.new_zeros(U.shape[0])
+    Ut = U.T
+    return (Ut * Ut).sum(0)
