@@ -1,0 +1,81 @@
+"""The regressor's noise model, early stopping and learning-rate decay."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+from scipy import integrate, stats
+from sklearn.exceptions import ConvergenceWarning
+
+from skbayes import SLANGClassifier, SLANGRegressor
+from skbayes.likelihoods import GaussianNoise
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+def test_gamma_kl_matches_numerical_integral():
+    n = GaussianNoise(learn=True, a0=6.0, b0=6.0)
+    n.a, n.b = 40.0, 25.0
+    q, p = stats.gamma(40.0, scale=1 / 25.0), stats.gamma(6.0, scale=1 / 6.0)
+    ref, _ = integrate.quad(lambda t: q.pdf(t) * (q.logpdf(t) - p.logpdf(t)), 1e-9, 20, limit=200)
+    assert n.kl() == pytest.approx(ref, rel=1e-6)
+    assert n.log_tau_mean == pytest.approx(integrate.quad(lambda t: q.pdf(t) * math.log(t), 1e-12, 20)[0], rel=1e-6)
+
+
+def test_noise_update_fixed_point_is_optimal_gamma():
+    """Iterating the natural-gradient step converges to a0 + N/2, b0 + sum r^2 / 2."""
+    n = GaussianNoise(learn=True)
+    for _ in range(2000):
+        n.update(300.0, N=100, beta=0.05)
+    assert n.a == pytest.approx(6.0 + 50.0) and n.b == pytest.approx(6.0 + 150.0)
+
+
+def test_learned_noise_precision_recovers_the_truth():
+    rng = np.random.RandomState(0)
+    X = rng.randn(2000, 3)
+    y = 3.0 * X @ np.array([1.0, -0.5, 0.25]) + 10.0 + 2.0 * rng.randn(2000)
+    reg = SLANGRegressor(hidden_layer_sizes=(), rank=4, max_iter=30, random_state=0).fit(X, y)
+    assert reg.noise_precision_ == pytest.approx(1 / 4.0, rel=0.1)
+    _, std = reg.predict(X[:10], return_std=True)
+    np.testing.assert_allclose(std, 2.0, rtol=0.1)
+    # q(tau) is the optimal Gamma given q(theta): a = a0 + N/2, b = b0 + sum_i E_q[r_i^2] / 2
+    f = reg._predict_outputs(X, n_samples=500)[..., 0].numpy()
+    r2 = ((reg._encode_targets(y)[None, :] - f) ** 2).mean(0).sum()
+    assert reg._noise.a == pytest.approx(6.0 + 1000.0, rel=1e-6)
+    assert reg._noise.b == pytest.approx(6.0 + r2 / 2, rel=0.05)
+    fixed = SLANGRegressor(hidden_layer_sizes=(), noise_precision=2.0, max_iter=5, random_state=0).fit(X, y)
+    assert fixed.noise_precision_ == pytest.approx(2.0)
+    _, std = fixed.predict(X[:10], return_std=True)
+    assert np.all(std >= 1 / np.sqrt(2.0))
+
+
+def test_early_stopping_keeps_best_validation_state():
+    rng = np.random.RandomState(1)
+    X = rng.randn(300, 5)
+    y = (X[:, 0] + X[:, 1] * X[:, 2] > 0).astype(int)
+    clf = SLANGClassifier(
+        hidden_layer_sizes=(16,), early_stopping=True, n_iter_no_change=3, max_iter=200, random_state=0
+    ).fit(X, y)
+    assert clf.n_iter_ < 200
+    assert len(clf.validation_scores_) == clf.n_iter_
+    assert clf.best_validation_score_ == pytest.approx(max(clf.validation_scores_))
+    assert clf.score(X, y) > 0.8
+
+
+def test_lr_decay_changes_the_trajectory_but_not_the_start():
+    rng = np.random.RandomState(2)
+    X = rng.randn(100, 3)
+    y = X[:, 0] + 0.1 * rng.randn(100)
+    a = SLANGRegressor(hidden_layer_sizes=(), max_iter=1, batch_size=100, random_state=0).fit(X, y)
+    b = SLANGRegressor(hidden_layer_sizes=(), max_iter=1, batch_size=100, lr_decay=0.51, random_state=0).fit(X, y)
+    # t = 0: alpha_0 / (1 + 0^omega) = alpha_0, the same first step
+    np.testing.assert_allclose(a.posterior_.mean, b.posterior_.mean)
+    a = SLANGRegressor(hidden_layer_sizes=(), max_iter=3, batch_size=100, random_state=0).fit(X, y)
+    b = SLANGRegressor(hidden_layer_sizes=(), max_iter=3, batch_size=100, lr_decay=0.51, random_state=0).fit(X, y)
+    assert not np.allclose(a.posterior_.mean, b.posterior_.mean)
