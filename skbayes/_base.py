@@ -6,6 +6,7 @@ likelihood. The loop is the one of every natural-gradient VI method::
     theta ~ q  ->  net(X; theta)  ->  per-example curvature  ->  precision update  ->  mean step
 """
 
+import copy
 import math
 import numbers
 import warnings
@@ -20,7 +21,6 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import curvature as _curv
 from .networks import ACTIVATIONS, DenseSpec, ParamLayout, build_mlp, make_module
-from .posteriors import LowRankGaussian, slang_precision_update
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 _INITS = ("default",)
@@ -67,15 +67,7 @@ class BaseBayesianNetwork(BaseEstimator):
             raise ValueError(f"hidden_layer_sizes must be positive ints, got {self.hidden_layer_sizes!r}.")
         if self.activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {sorted(ACTIVATIONS)}, got {self.activation!r}.")
-        _check_number("rank", self.rank, low=0, integer=True)
-        _check_number("prior_precision", self.prior_precision, low=0, low_open=True)
-        _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
-        _check_number("beta", self.beta, low=0, high=1, low_open=True)
-        _check_number("momentum", self.momentum, low=0)
-        if self.momentum >= 1:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}.")
-        if self.lr_decay is not None:
-            _check_number("lr_decay", self.lr_decay, low=0)
+        self._check_family_params()
         _check_number("max_iter", self.max_iter, low=1, integer=True)
         if self.batch_size != "auto":
             _check_number("batch_size", self.batch_size, low=1, integer=True)
@@ -129,47 +121,20 @@ class BaseBayesianNetwork(BaseEstimator):
         net = net.to(device=self._device, dtype=self._dtype)
         self.module_ = net
         self._layout = ParamLayout(net)
-        D = self._layout.size
         mean = self._layout.flatten_module(net).clone()
-        L = min(int(self.rank), D)
-        # Initial precision: the prior plus one unit of curvature per training
-        # example, i.e. initial standard deviations of about 1/sqrt(N + prior).
-        d0 = torch.full((D,), float(self.prior_precision) + float(n_train), dtype=self._dtype, device=self._device)
-        U0 = torch.zeros(L, D, dtype=self._dtype, device=self._device).T  # (D, L) view of (L, D)
-        self.posterior_ = LowRankGaussian(mean, U0, d0)
-        self._momentum = torch.zeros_like(mean)
+        self._init_posterior(mean, n_train)
         self.t_ = 0
         self.n_iter_ = 0
         self.loss_curve_ = []
         self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
         self._rng_state = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
 
-    # --- one step ---------------------------------------------------------
-    def _step(self, Xb, yb, N, gen, spec):
-        post = self.posterior_
-        S = int(self.mc_samples)
-        M = Xb.shape[0]
-        t = self.t_
-        decay = 1.0 + (t ** float(self.lr_decay) if self.lr_decay else 0.0)
-        alpha = float(self.learning_rate) / decay
-        beta = float(self.beta) / decay
-        lam = float(self.prior_precision)
-        theta = post.sample_t(S, generator=gen)
+    # --- one step (family hooks) -------------------------------------------
+    def _curvature(self, theta, Xb, yb, spec):
+        """Per-example curvature at weight samples ``theta`` (S, D) on a minibatch."""
         if spec is not None:
-            curv, nll, f = _curv.dense_curvature(spec, theta, Xb, yb, self._likelihood)
-        else:
-            curv, nll, f = _curv.generic_curvature(self.module_, self._layout, theta, Xb, yb, self._likelihood)
-        scale = N / (M * S)
-        U, d = slang_precision_update(post.U_t, post.d_t, curv, scale, beta, lam, self.rank)
-        g = scale * curv.grad_sum()
-        gamma = float(self.momentum)
-        self._momentum = gamma * self._momentum + (1.0 - gamma) * g
-        m_hat = self._momentum / (1.0 - gamma ** (t + 1))
-        post.set_factors(U, d)
-        post.mean_t = post.mean_t - alpha * post.solve_t(m_hat + lam * post.mean_t)
-        self._after_step(f, yb, scale, N, beta)
-        self.t_ = t + 1
-        return float(scale * nll.sum())
+            return _curv.dense_curvature(spec, theta, Xb, yb, self._likelihood)
+        return _curv.generic_curvature(self.module_, self._layout, theta, Xb, yb, self._likelihood)
 
     def _after_step(self, f, yb, scale, N, beta):
         """Hook for likelihood parameters (the regressor's noise precision)."""
@@ -182,33 +147,18 @@ class BaseBayesianNetwork(BaseEstimator):
 
     # --- state snapshots (divergence recovery, early stopping) -------------
     def _snapshot(self):
-        p = self.posterior_
-        snap = {
-            "mean": p.mean_t.clone(),
-            "U": p.U_t.clone(),
-            "d": p.d_t.clone(),
-            "mom": self._momentum.clone(),
-            "t": self.t_,
-        }
+        snap = {"post": copy.deepcopy(self.posterior_), "opt": copy.deepcopy(self._opt_state), "t": self.t_}
         noise = getattr(self, "_noise", None)
         if noise is not None and noise.learn:
             snap["noise"] = (noise.a, noise.b)
         return snap
 
     def _restore(self, snap):
-        p = self.posterior_
-        p.mean_t = snap["mean"]
-        p.set_factors(snap["U"], snap["d"])
-        self._momentum = snap["mom"]
+        self.posterior_ = copy.deepcopy(snap["post"])
+        self._opt_state = copy.deepcopy(snap["opt"])
         self.t_ = snap["t"]
         if "noise" in snap:
             self._noise.a, self._noise.b = snap["noise"]
-
-    def _finite_state(self):
-        p = self.posterior_
-        return bool(
-            torch.isfinite(p.mean_t).all() and torch.isfinite(p.U_t).all() and torch.isfinite(p.d_t).all()
-        )
 
     # --- the loop ---------------------------------------------------------
     def _fit_loop(self, X, y, n_epochs, incremental):
@@ -248,7 +198,7 @@ class BaseBayesianNetwork(BaseEstimator):
                     bad = True
                     break
                 n_steps += 1
-                if not math.isfinite(data_term) or not self._finite_state():
+                if not math.isfinite(data_term) or not self.posterior_.is_finite():
                     bad = True
                     break
             if bad:
@@ -264,7 +214,7 @@ class BaseBayesianNetwork(BaseEstimator):
                 )
                 break
             with torch.no_grad():
-                kl = self.posterior_.kl_to_prior(self.prior_precision) + self._extra_kl()
+                kl = self._kl() + self._extra_kl()
             loss = (data_term / n_steps + kl) / N
             self.loss_curve_.append(loss)
             self.n_iter_ += 1

@@ -1,6 +1,61 @@
 """SLANG estimators: low-rank-plus-diagonal natural-gradient variational inference."""
 
+import torch
+
+from ._base import _check_number
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
+from .posteriors import LowRankGaussian, slang_precision_update
+
+
+class _SLANGFamily:
+    """SLANG's posterior family and update (mixed into the public estimators)."""
+
+    def _check_family_params(self):
+        _check_number("rank", self.rank, low=0, integer=True)
+        _check_number("prior_precision", self.prior_precision, low=0, low_open=True)
+        _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
+        _check_number("beta", self.beta, low=0, high=1, low_open=True)
+        _check_number("momentum", self.momentum, low=0)
+        if self.momentum >= 1:
+            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}.")
+        if self.lr_decay is not None:
+            _check_number("lr_decay", self.lr_decay, low=0)
+
+    def _init_posterior(self, mean, n_train):
+        D = mean.shape[0]
+        L = min(int(self.rank), D)
+        # Initial precision: the prior plus one unit of curvature per training
+        # example, i.e. initial standard deviations of about 1/sqrt(N + prior).
+        d0 = torch.full_like(mean, float(self.prior_precision) + float(n_train))
+        U0 = mean.new_zeros(L, D).T  # (D, L) view of a contiguous (L, D) tensor
+        self.posterior_ = LowRankGaussian(mean, U0, d0)
+        self._opt_state = {"momentum": torch.zeros_like(mean)}
+
+    def _kl(self):
+        return self.posterior_.kl_to_prior(self.prior_precision)
+
+    def _step(self, Xb, yb, N, gen, spec):
+        """One SLANG step (Algorithm 1 with momentum and optional decay)."""
+        post = self.posterior_
+        S, M, t = int(self.mc_samples), Xb.shape[0], self.t_
+        decay = 1.0 + (t ** float(self.lr_decay) if self.lr_decay else 0.0)
+        alpha = float(self.learning_rate) / decay
+        beta = float(self.beta) / decay
+        lam = float(self.prior_precision)
+        theta = post.sample_t(S, generator=gen)
+        curv, nll, f = self._curvature(theta, Xb, yb, spec)
+        scale = N / (M * S)
+        U, d = slang_precision_update(post.U_t, post.d_t, curv, scale, beta, lam, self.rank)
+        # momentum: bias-corrected moving average of the likelihood gradient
+        gamma = float(self.momentum)
+        mom = gamma * self._opt_state["momentum"] + (1.0 - gamma) * (scale * curv.grad_sum())
+        self._opt_state["momentum"] = mom
+        m_hat = mom / (1.0 - gamma ** (t + 1))
+        post.set_factors(U, d)
+        post.mean_t = post.mean_t - alpha * post.solve_t(m_hat + lam * post.mean_t)
+        self._after_step(f, yb, scale, N, beta)
+        self.t_ = t + 1
+        return float(scale * nll.sum())
 
 _COMMON_PARAMS = """
     hidden_layer_sizes : tuple of int, default=(50,)
@@ -105,7 +160,7 @@ def _init_params(self, **kwargs):
         setattr(self, k, v)
 
 
-class SLANGRegressor(BayesianRegressorBase):
+class SLANGRegressor(_SLANGFamily, BayesianRegressorBase):
     __doc__ = f"""Bayesian neural network regressor trained by SLANG.
 
     SLANG (Mishkin et al., NeurIPS 2018) fits a Gaussian variational posterior
@@ -174,7 +229,7 @@ class SLANGRegressor(BayesianRegressorBase):
         _init_params(**locals())
 
 
-class SLANGClassifier(BayesianClassifierBase):
+class SLANGClassifier(_SLANGFamily, BayesianClassifierBase):
     __doc__ = f"""Bayesian neural network classifier trained by SLANG.
 
     Two classes use one logit and a Bernoulli likelihood (so

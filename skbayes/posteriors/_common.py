@@ -16,6 +16,10 @@ class PosteriorMixin:
         """Posterior mean, flat, in ``module_.parameters()`` order."""
         return self.mean_t.detach().cpu().numpy().copy()
 
+    def is_finite(self):
+        """True when every stored tensor is finite."""
+        return all(bool(torch.isfinite(t).all()) for t in self._tensors())
+
     @property
     def n_params(self):
         return int(self.mean_t.shape[0])

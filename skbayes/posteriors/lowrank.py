@@ -91,8 +91,8 @@ class LowRankGaussian(PosteriorMixin):
         logdet_P = self.logdet_precision_t()
         return float(0.5 * (lam * (tr + quad) - D + logdet_P - D * math.log(lam)))
 
-    def _state(self):
-        return {"mean": self.mean_t, "U": self.U_t, "d": self.d_t}
+    def _tensors(self):
+        return (self.mean_t, self._U, self._d)
 
 
 def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
