@@ -1,9 +1,21 @@
 """skbayes: scikit-learn compatible Bayesian neural networks trained by
 natural-gradient variational inference on PyTorch."""
 
+from .kfac import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
+from .kronecker import KroneckerGaussian
 from .posteriors import LowRankGaussian
 from .slang import SLANGClassifier, SLANGRegressor
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["SLANGRegressor", "SLANGClassifier", "LowRankGaussian", "__version__"]
+__all__ = [
+    "SLANGRegressor",
+    "SLANGClassifier",
+    "NoisyKFACRegressor",
+    "NoisyKFACClassifier",
+    "NoisyEKFACRegressor",
+    "NoisyEKFACClassifier",
+    "LowRankGaussian",
+    "KroneckerGaussian",
+    "__version__",
+]

@@ -29,6 +29,11 @@ class Gaussian:
         r = f[..., 0] - y
         return 0.5 * self.noise.tau_mean * r * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI
 
+    def sample(self, f, generator=None):
+        """Targets drawn from the model at outputs ``f`` (for the true Fisher)."""
+        eps = torch.randn(f.shape[:-1], generator=generator, dtype=f.dtype, device=f.device)
+        return f[..., 0] + eps / self.noise.tau_mean**0.5
+
 
 class Bernoulli:
     """Bernoulli likelihood of one logit; ``y`` in {0, 1} (float)."""
@@ -38,6 +43,9 @@ class Bernoulli:
     def nll(self, f, y):
         z = f[..., 0]
         return torch.nn.functional.softplus(z) - y * z
+
+    def sample(self, f, generator=None):
+        return torch.bernoulli(torch.sigmoid(f[..., 0]), generator=generator)
 
 
 class Categorical:
@@ -49,6 +57,10 @@ class Categorical:
     def nll(self, f, y):
         idx = y.expand(f.shape[:-1]).unsqueeze(-1)
         return torch.logsumexp(f, -1) - f.gather(-1, idx)[..., 0]
+
+    def sample(self, f, generator=None):
+        p = torch.softmax(f, -1).reshape(-1, f.shape[-1])
+        return torch.multinomial(p, 1, generator=generator).reshape(f.shape[:-1])
 
 
 class GaussianNoise:
