@@ -16,9 +16,18 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
-from skbayes import SLANGClassifier, SLANGRegressor
+from skbayes import (
+    NoisyEKFACClassifier,
+    NoisyEKFACRegressor,
+    NoisyKFACClassifier,
+    NoisyKFACRegressor,
+    SLANGClassifier,
+    SLANGRegressor,
+)
 
 FAST = dict(hidden_layer_sizes=(8,), max_iter=30, batch_size=32, predict_samples=20, random_state=0)
+REGRESSORS = [SLANGRegressor, NoisyKFACRegressor, NoisyEKFACRegressor]
+CLASSIFIERS = [SLANGClassifier, NoisyKFACClassifier, NoisyEKFACClassifier]
 
 
 @pytest.fixture(autouse=True)
@@ -38,23 +47,27 @@ def _clf_data():
     return X, y
 
 
-def test_pipeline_and_cross_val_score():
+@pytest.mark.parametrize("Reg,Clf", list(zip(REGRESSORS, CLASSIFIERS)))
+def test_pipeline_and_cross_val_score(Reg, Clf):
     X, y = _reg_data(200)
-    pipe = make_pipeline(StandardScaler(), SLANGRegressor(**FAST))
+    pipe = make_pipeline(StandardScaler(), Reg(**FAST))
     scores = cross_val_score(pipe, X, y, cv=3)
     assert scores.shape == (3,) and np.all(np.isfinite(scores))
     assert scores.mean() > 0.2  # diabetes: linear models reach ~0.45
     Xc, yc = _clf_data()
-    acc = cross_val_score(make_pipeline(StandardScaler(), SLANGClassifier(**FAST)), Xc, yc, cv=3)
+    acc = cross_val_score(make_pipeline(StandardScaler(), Clf(**FAST)), Xc, yc, cv=3)
     assert acc.mean() > 0.8
 
 
-def test_grid_search_parallel():
+@pytest.mark.parametrize("Reg,param", [(SLANGRegressor, "prior_precision"), (NoisyKFACRegressor, "prior_variance"),
+                                       (NoisyEKFACRegressor, "prior_variance")])
+def test_grid_search_parallel(Reg, param):
     X, y = _reg_data(150)
-    pipe = make_pipeline(StandardScaler(), SLANGRegressor(**FAST))
-    gs = GridSearchCV(pipe, {"slangregressor__prior_precision": [0.1, 10.0]}, cv=2, n_jobs=2)
+    pipe = make_pipeline(StandardScaler(), Reg(**FAST))
+    key = f"{Reg.__name__.lower()}__{param}"
+    gs = GridSearchCV(pipe, {key: [0.1, 10.0]}, cv=2, n_jobs=2)
     gs.fit(X, y)
-    assert gs.best_params_["slangregressor__prior_precision"] in (0.1, 10.0)
+    assert gs.best_params_[key] in (0.1, 10.0)
     assert np.isfinite(gs.predict(X[:5])).all()
 
 
@@ -65,7 +78,7 @@ def test_clone_keeps_params_and_drops_state():
     assert not hasattr(c, "posterior_")
 
 
-@pytest.mark.parametrize("Est,data", [(SLANGRegressor, _reg_data), (SLANGClassifier, _clf_data)])
+@pytest.mark.parametrize("Est,data", [(R, _reg_data) for R in REGRESSORS] + [(C, _clf_data) for C in CLASSIFIERS])
 def test_pickle_and_joblib_round_trip_predict_identically(Est, data, tmp_path):
     X, y = data()
     X = StandardScaler().fit_transform(X)
@@ -82,31 +95,33 @@ def test_pickle_and_joblib_round_trip_predict_identically(Est, data, tmp_path):
     est3.partial_fit(X, y)
 
 
-def test_pandas_input_and_feature_names():
+@pytest.mark.parametrize("Reg,Clf", list(zip(REGRESSORS, CLASSIFIERS)))
+def test_pandas_input_and_feature_names(Reg, Clf):
     X, y = _reg_data()
     df = pd.DataFrame(X, columns=[f"f{i}" for i in range(X.shape[1])])
-    est = SLANGRegressor(**FAST).fit(df, pd.Series(y))
+    est = Reg(**FAST).fit(df, pd.Series(y))
     np.testing.assert_array_equal(est.feature_names_in_, df.columns.to_numpy())
     np.testing.assert_allclose(est.predict(df), est.predict(X))
     with pytest.raises(ValueError, match="feature names"):
         est.predict(df.rename(columns={"f0": "zz"}))
     Xc, yc = _clf_data()
     dfc = pd.DataFrame(Xc, columns=list("abcd"))
-    clf = SLANGClassifier(**FAST).fit(dfc, yc)
+    clf = Clf(**FAST).fit(dfc, yc)
     assert list(clf.feature_names_in_) == list("abcd")
 
 
-def test_string_labels_binary_and_multiclass():
+@pytest.mark.parametrize("Clf", CLASSIFIERS)
+def test_string_labels_binary_and_multiclass(Clf):
     Xc, yc = _clf_data()
     names = np.array(["setosa", "versicolor", "virginica"])[yc]
-    clf = SLANGClassifier(**FAST).fit(StandardScaler().fit_transform(Xc), names)
+    clf = Clf(**FAST).fit(StandardScaler().fit_transform(Xc), names)
     assert list(clf.classes_) == ["setosa", "versicolor", "virginica"]
     pred = clf.predict(StandardScaler().fit_transform(Xc))
     assert pred.dtype == names.dtype and set(pred) <= set(names)
     assert (pred == names).mean() > 0.8
     X, y = make_classification(n_samples=120, n_features=5, random_state=0)
     lab = np.where(y == 1, "yes", "no")
-    clf = SLANGClassifier(**FAST).fit(X, lab)
+    clf = Clf(**FAST).fit(X, lab)
     assert clf.module_[-1].out_features == 1  # binary: one logit
     proba = clf.predict_proba(X)
     np.testing.assert_allclose(proba.sum(1), 1.0)
@@ -122,27 +137,28 @@ def test_binary_logistic_regression_has_d_plus_one_parameters():
     assert p.mean[6] == clf.module_[0].bias.item()
 
 
-def test_partial_fit_continues_from_posterior():
+@pytest.mark.parametrize("Reg,Clf", list(zip(REGRESSORS, CLASSIFIERS)))
+def test_partial_fit_continues_from_posterior(Reg, Clf):
     X, y = _reg_data()
     X = StandardScaler().fit_transform(X)
-    est = SLANGRegressor(**FAST)
+    est = Reg(**FAST)
     est.partial_fit(X, y)
     assert est.n_iter_ == 1
-    mean1, d1 = est.posterior_.mean, est.posterior_.d
+    mean1 = est.posterior_.mean
     t1 = est.t_
     est.partial_fit(X, y)
     assert est.n_iter_ == 2 and est.t_ == 2 * t1
     assert not np.allclose(est.posterior_.mean, mean1)
     # continuing is not restarting: one more epoch from a fresh model differs
-    fresh = SLANGRegressor(**FAST).partial_fit(X, y)
+    fresh = Reg(**FAST).partial_fit(X, y)
     np.testing.assert_allclose(fresh.posterior_.mean, mean1)  # same seed, same first epoch
-    assert not np.allclose(fresh.posterior_.d, est.posterior_.d)
+    assert not np.allclose(fresh.posterior_.variance(), est.posterior_.variance())
     # the loss keeps falling over several epochs on average
     for _ in range(10):
         est.partial_fit(X, y)
     assert np.mean(est.loss_curve_[-3:]) < np.mean(est.loss_curve_[:2])
     Xc, yc = _clf_data()
-    clf = SLANGClassifier(**FAST)
+    clf = Clf(**FAST)
     with pytest.raises(ValueError, match="classes"):
         clf.partial_fit(Xc, yc)
     clf.partial_fit(Xc[yc < 2], yc[yc < 2], classes=[0, 1, 2])
@@ -161,9 +177,10 @@ def test_warm_start_continues():
     assert est.t_ > t1 and est.n_iter_ > n1
 
 
-def test_predictions_deterministic_and_row_independent():
+@pytest.mark.parametrize("Reg", REGRESSORS)
+def test_predictions_deterministic_and_row_independent(Reg):
     X, y = _reg_data()
-    est = SLANGRegressor(**FAST).fit(X, y)
+    est = Reg(**FAST).fit(X, y)
     m1, s1 = est.predict(X, return_std=True)
     m2, s2 = est.predict(X, return_std=True)
     np.testing.assert_array_equal(m1, m2)
@@ -188,10 +205,11 @@ def test_sample_y_matches_predictive_moments():
     np.testing.assert_array_equal(draws, est.sample_y(X[:5], n_samples=4000, random_state=1))
 
 
-def test_classifier_outputs_are_consistent():
+@pytest.mark.parametrize("Clf", CLASSIFIERS)
+def test_classifier_outputs_are_consistent(Clf):
     Xc, yc = _clf_data()
     Xc = StandardScaler().fit_transform(Xc)
-    clf = SLANGClassifier(**FAST).fit(Xc, yc)
+    clf = Clf(**FAST).fit(Xc, yc)
     p = clf.predict_proba(Xc)
     np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-12)
     np.testing.assert_allclose(clf.predict_log_proba(Xc), np.log(p))
@@ -254,8 +272,9 @@ def test_verbose_progress_bar(capsys):
     assert "neg_elbo" in err
 
 
-def test_float32_and_custom_conv_module():
-    """A user conv net through the generic torch.func path, in float32."""
+@pytest.mark.parametrize("Clf", CLASSIFIERS)
+def test_float32_and_custom_conv_module(Clf):
+    """A user conv net (SLANG: the generic torch.func path; K-FAC: KFC factors), in float32."""
     from sklearn.datasets import load_digits
 
     X, y = load_digits(return_X_y=True)
@@ -271,9 +290,8 @@ def test_float32_and_custom_conv_module():
             nn.Linear(36, n_out),
         )
 
-    clf = SLANGClassifier(
-        module=conv, rank=4, max_iter=40, batch_size=32, dtype="float32", predict_samples=10, random_state=0
-    )
+    kw = dict(rank=4) if Clf is SLANGClassifier else dict(learning_rate=0.05)
+    clf = Clf(module=conv, max_iter=40, batch_size=32, dtype="float32", predict_samples=10, random_state=0, **kw)
     clf.fit(X, y)
     assert clf.posterior_.mean.dtype == np.float32
     assert clf.score(X, y) > 0.8

@@ -11,7 +11,7 @@ from sklearn.model_selection import StratifiedKFold, cross_val_predict, train_te
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skbayes import SLANGClassifier, SLANGRegressor
+from skbayes import NoisyEKFACClassifier, NoisyKFACClassifier, SLANGClassifier, SLANGRegressor
 from skbayes.metrics import expected_calibration_error, gaussian_log_likelihood, interval_coverage
 
 
@@ -48,13 +48,14 @@ def test_diabetes_intervals_and_log_likelihood():
     assert np.mean(ll) >= np.mean(ll_br) - 0.05, (np.mean(ll), np.mean(ll_br))
 
 
-def test_breast_cancer_accuracy_and_calibration():
+@pytest.mark.parametrize("Clf", [SLANGClassifier, NoisyKFACClassifier, NoisyEKFACClassifier])
+def test_breast_cancer_accuracy_and_calibration(Clf):
     """5-fold out-of-fold predictions: accuracy within 1 point of LogisticRegression, ECE < 0.05."""
     X, y = load_breast_cancer(return_X_y=True)
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
     p_lr = cross_val_predict(make_pipeline(StandardScaler(), LogisticRegression()), X, y, cv=cv, method="predict_proba")
     p = cross_val_predict(
-        make_pipeline(StandardScaler(), SLANGClassifier(random_state=0)), X, y, cv=cv, method="predict_proba"
+        make_pipeline(StandardScaler(), Clf(random_state=0)), X, y, cv=cv, method="predict_proba"
     )
     acc, acc_lr = (p.argmax(1) == y).mean(), (p_lr.argmax(1) == y).mean()
     assert acc >= acc_lr - 0.01, (acc, acc_lr)

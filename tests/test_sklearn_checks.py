@@ -2,12 +2,24 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skbayes import SLANGClassifier, SLANGRegressor
+from skbayes import (
+    NoisyEKFACClassifier,
+    NoisyEKFACRegressor,
+    NoisyKFACClassifier,
+    NoisyKFACRegressor,
+    SLANGClassifier,
+    SLANGRegressor,
+)
 
 # Small, fast configurations: the checks fit hundreds of times on tiny data.
+_FAST = dict(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0)
 ESTIMATORS = [
-    SLANGRegressor(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0),
-    SLANGClassifier(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0),
+    SLANGRegressor(**_FAST),
+    SLANGClassifier(**_FAST),
+    NoisyKFACRegressor(**_FAST),
+    NoisyKFACClassifier(**_FAST),
+    NoisyEKFACRegressor(**_FAST),
+    NoisyEKFACClassifier(**_FAST),
 ]
 
 
