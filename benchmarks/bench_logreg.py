@@ -49,6 +49,21 @@ PAPER = {  # SLANG paper, Table 1 / Tables 6-7, Breast Cancer (LIBSVM breast-can
 }
 
 
+def library_version():
+    """skbayes commit (and whether skbayes/ has uncommitted changes), for the record."""
+    import subprocess
+
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    try:
+        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                             text=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "skbayes"], cwd=root, capture_output=True,
+                               text=True).stdout.strip()
+        return f"skbayes at commit {rev}" + (" (+ uncommitted changes in skbayes/)" if dirty else "")
+    except OSError:
+        return "skbayes (commit unknown)"
+
+
 def parse_args(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="short run: 2 splits, 300 epochs")
@@ -396,7 +411,7 @@ def main(argv=None):
     print(f"N_train = {N}, N_test = {569 - N}, D = {D} (30 weights + bias), prior precision 1, "
           f"{args.splits} random 50/50 splits (seeds {args.seed}..{args.seed + args.splits - 1}), "
           f"SLANG: {args.epochs} epochs, batch 32, 12 MC samples, alpha0 = beta0 = 0.05, "
-          f"decay 1/(1+t^0.51), momentum 0.9, float64. torch {torch.__version__}, {args.jobs} worker(s), "
+          f"decay 1/(1+t^0.51), momentum 0.9, float64. {library_version()}, torch {torch.__version__}, {args.jobs} worker(s), "
           f"wall time {wall:.0f} s.\n")
 
     d = [r["diag"] for r in results]
