@@ -1,0 +1,625 @@
+"""Bayesian linear regression with a fixed Gaussian prior and homoscedastic or
+heteroscedastic Gaussian noise (numpy / scipy only)."""
+
+import math
+import numbers
+import warnings
+from collections import namedtuple
+
+import numpy as np
+from scipy import linalg
+from scipy.optimize import minimize_scalar
+from sklearn.base import BaseEstimator, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+__all__ = ["BayesianLinearRegression"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+# Result of one exact Gaussian solve at fixed hyper-parameters.
+_Posterior = namedtuple("_Posterior", ["coef", "sigma", "log_evidence", "route", "chol", "design"])
+
+
+def _check_positive(name, value):
+    """Return ``value`` as a float if it is a finite real number > 0, else raise."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+        raise ValueError(f"{name} must be a positive float, got {value!r}.")
+    value = float(value)
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive float, got {value!r}.")
+    return value
+
+
+def _cholesky(M, what):
+    try:
+        return linalg.cholesky(M, lower=True, check_finite=False)
+    except linalg.LinAlgError as exc:  # only when alpha is negligible next to the data term
+        raise ValueError(
+            f"The {what} matrix is not positive definite in floating point; the prior "
+            "precision alpha is too small relative to the data term. Increase alpha or "
+            "rescale the inputs."
+        ) from exc
+
+
+def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
+    """Exact Gaussian posterior and log evidence at fixed hyper-parameters.
+
+    Model: ``yc ~ N(Xc w, diag(1 / r))``, ``w ~ N(0, I / alpha)``.
+
+    Parameters
+    ----------
+    Xc : ndarray of shape (n, d)
+        (Centred) inputs.
+    yc : ndarray of shape (n,)
+        (Centred) targets.
+    r : ndarray of shape (n,)
+        Per-sample noise precisions (inverse variances).
+    alpha : float
+        Prior precision of the weights.
+    restricted : bool
+        Whether an intercept with a flat prior was integrated out (the data
+        were centred with the ``r``-weighted means). Adds
+        ``log(2 pi) / 2 - log(sum(r)) / 2`` to the log evidence.
+    method : {"auto", "primal", "dual"}
+        ``"primal"`` factorises the d x d posterior precision
+        ``alpha I + Xc^T diag(r) Xc``; ``"dual"`` factorises the n' x n'
+        matrix ``alpha I + Xw Xw^T`` (Woodbury), where ``Xw`` are the whitened
+        rows ``diag(sqrt r) Xc``, with the direction ``sqrt(r)`` (orthogonal to
+        every column after weighted centring) rotated out when ``restricted``,
+        so ``n' = n - restricted``; ``"auto"`` takes the smaller one (primal
+        when ``d <= n'``).
+    compute_sigma : bool
+        Whether to form the d x d posterior covariance.
+
+    Returns
+    -------
+    _Posterior
+        ``coef``, ``sigma`` (or None), ``log_evidence``, the ``route`` taken,
+        its lower Cholesky factor ``chol`` and, for the dual route, the
+        (rotated) whitened design ``design`` that was factorised.
+    """
+    n, d = Xc.shape
+    sr = np.sqrt(r)
+    Xw = Xc * sr[:, None]  # whitened inputs L^{-1/2} Xc
+    yw = yc * sr
+    n_eff = n - 1 if restricted else n
+    if method == "auto":
+        method = "primal" if d <= n_eff else "dual"
+    if method == "dual" and restricted:
+        # Centring with the r-weighted means makes sqrt(r) orthogonal to the columns of
+        # Xw and to yw. A Householder reflection H maps sqrt(r)/|sqrt(r)| to e_1; the
+        # first row of H Xw and of H yw is then zero and is dropped, which leaves every
+        # quantity below unchanged but keeps alpha I + Xw Xw^T well conditioned.
+        u = sr / np.linalg.norm(sr)
+        u[0] -= 1.0
+        nu = np.linalg.norm(u)
+        if nu > 0:
+            u /= nu
+            Xw = Xw - 2.0 * np.outer(u, u @ Xw)
+            yw = yw - 2.0 * u * (u @ yw)
+        Xw, yw = Xw[1:], yw[1:]
+    # log|L + Xc Xc^T / alpha| = -sum(log r) + log|I_n + Xw Xw^T / alpha|
+    logdet = -np.sum(np.log(r))
+    if method == "primal":
+        A = Xw.T @ Xw
+        A.flat[:: d + 1] += alpha
+        chol = _cholesky(A, "posterior precision")
+        coef = linalg.cho_solve((chol, True), Xw.T @ yw, check_finite=False)
+        # |I_n + Xw Xw^T / alpha| = |A| / alpha^d
+        logdet += 2.0 * np.sum(np.log(np.diag(chol))) - d * math.log(alpha)
+        # y^T (L + Xc Xc^T / alpha)^{-1} y = |yw - Xw m|^2 + alpha |m|^2  (sum of squares)
+        resid = yw - Xw @ coef
+        quad = resid @ resid + alpha * (coef @ coef)
+        sigma = None
+        if compute_sigma:
+            Linv = linalg.solve_triangular(chol, np.eye(d), lower=True, check_finite=False)
+            sigma = Linv.T @ Linv  # A^{-1} = L^{-T} L^{-1}
+    elif method == "dual":
+        m_ = Xw.shape[0]
+        K = Xw @ Xw.T
+        K.flat[:: m_ + 1] += alpha
+        chol = _cholesky(K, "dual (Gram)")
+        z = linalg.solve_triangular(chol, yw, lower=True, check_finite=False)
+        a = linalg.solve_triangular(chol.T, z, lower=False, check_finite=False)
+        coef = Xw.T @ a  # (alpha I + Xw^T Xw)^{-1} Xw^T yw = Xw^T (alpha I + Xw Xw^T)^{-1} yw
+        logdet += 2.0 * np.sum(np.log(np.diag(chol))) - m_ * math.log(alpha)
+        # y^T (L + Xc Xc^T / alpha)^{-1} y = alpha yw^T K^{-1} yw
+        quad = alpha * (z @ z)
+        sigma = None
+        if compute_sigma:
+            B = linalg.solve_triangular(chol, Xw, lower=True, check_finite=False)
+            sigma = -(B.T @ B)
+            sigma.flat[:: d + 1] += 1.0
+            sigma /= alpha  # (I - Xw^T K^{-1} Xw) / alpha
+            sigma = 0.5 * (sigma + sigma.T)
+    else:  # pragma: no cover - internal
+        raise ValueError(f"unknown method {method!r}")
+    log_evidence = -0.5 * (n * _LOG_2PI + logdet + quad)
+    if restricted:
+        log_evidence += 0.5 * _LOG_2PI - 0.5 * math.log(np.sum(r))
+    return _Posterior(coef, sigma, float(log_evidence), method, chol, Xw if method == "dual" else None)
+
+
+def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
+    """Noise precision maximising the exact log evidence, ``alpha`` held fixed.
+
+    With the thin SVD ``Xc = U diag(s) V^T``, ``b = U^T yc`` and
+    ``rho = |yc - U b|^2``, the negative log evidence as a function of the
+    log noise variance ``t = log(1 / tau)`` is, up to a constant,
+
+        (m t + sum_k log(1 + s_k^2 e^{-t} / alpha) + rho e^{-t}
+             + sum_k b_k^2 / (e^t + s_k^2 / alpha)) / 2,
+
+    with ``m = n`` (``n - 1`` when an intercept was integrated out). When
+    ``yc`` lies in the span of ``Xc`` (typically ``d >= n``) the evidence can
+    increase all the way to zero noise; the result is then the lower end of
+    the bracket (the largest noise precision searched). It costs
+    O(min(n, d)) per evaluation. A grid over a bracket known to contain the
+    maximiser is followed by bounded Brent refinement.
+
+    Returns ``(tau, n_iter, converged)``.
+    """
+    n, d = Xc.shape
+    try:
+        U, s, _ = linalg.svd(Xc, full_matrices=False, check_finite=False)
+    except linalg.LinAlgError:  # pragma: no cover - gesdd failure is rare
+        U, s, _ = linalg.svd(Xc, full_matrices=False, check_finite=False, lapack_driver="gesvd")
+    b = U.T @ yc
+    rho = max(float(np.sum((yc - U @ b) ** 2)), 0.0)
+    b2 = b**2
+    lam = s**2 / alpha
+    with np.errstate(divide="ignore"):
+        loglam = np.log(lam)
+    m = n - (1 if restricted else 0)
+    k = s.size
+
+    def neg_log_evidence(t):
+        # m t + sum_k log(1 + lam_k e^{-t}) written as (m - k) t + sum_k log(e^t + lam_k),
+        # which has no cancellation when the noise variance e^t is far below lam_k.
+        t = np.atleast_1d(np.asarray(t, dtype=np.float64))
+        tt = t[None, :]
+        val = (m - k) * t + rho * np.exp(-t)
+        val = val + np.sum(np.logaddexp(tt, loglam[:, None]), axis=0)
+        val = val + np.sum(b2[:, None] / (np.exp(tt) + lam[:, None]), axis=0)
+        return 0.5 * val
+
+    # The stationarity condition sum_j [c_j^2 - (u + lam_j)] / (u + lam_j)^2 = 0 has
+    # no root with u > max_j c_j^2, so the maximising noise variance u is at most
+    # |yc|^2. The lower end keeps cond(alpha I + tau Xc^T Xc) <= 1e12.
+    y2 = float(yc @ yc)
+    scale = y2 if y2 > 0 else 1.0
+    s_max2 = float(s[0] ** 2) if s.size else 0.0
+    lo = max(1e-12 * scale / max(n, 1), s_max2 / (1e12 * alpha))
+    hi = max(scale, 1e2 * lo)
+    t_lo, t_hi = math.log(lo), math.log(hi)
+    n_grid = int(math.ceil((t_hi - t_lo) / 0.25)) + 1
+    grid = np.linspace(t_hi, t_lo, n_grid)  # from large to small noise variance
+    values = neg_log_evidence(grid)
+    i = int(np.argmin(values))
+    a_, b_ = grid[min(i + 1, n_grid - 1)], grid[max(i - 1, 0)]
+    res = minimize_scalar(
+        lambda t: float(neg_log_evidence(t)[0]),
+        bounds=(a_, b_),
+        method="bounded",
+        options={"xatol": max(tol, 1e-12), "maxiter": max_iter},
+    )
+    t_best = float(res.x) if res.fun <= values[i] else float(grid[i])
+    return math.exp(-t_best), int(res.nit), bool(res.success)
+
+
+class BayesianLinearRegression(RegressorMixin, BaseEstimator):
+    """Bayesian linear regression with a fixed prior precision.
+
+    Exact conjugate Gaussian inference for the model
+
+        y = X w + b + noise,   w ~ N(0, alpha^{-1} I),   noise ~ N(0, L),
+
+    where the intercept ``b`` has a flat (improper) prior and is integrated out,
+    and the noise covariance ``L`` is either homoscedastic, ``L = I /
+    noise_precision``, or heteroscedastic with per-sample variances passed to
+    :meth:`fit`, ``L = diag(noise_variance)``. The prior precision ``alpha`` is
+    held fixed; the noise precision is either fixed or learned by maximising the
+    log marginal likelihood (evidence). See the Notes section for the
+    computations.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        Precision of the Gaussian prior over the weights (held fixed). Must
+        be positive.
+
+    noise_precision : float or "auto", default="auto"
+        Precision (inverse variance) of the homoscedastic Gaussian noise.
+        If a float, it is held fixed. If "auto", it is set to the value that
+        maximises the exact log marginal likelihood of the training data with
+        ``alpha`` fixed (a one-dimensional maximisation over the log noise
+        precision, see Notes). When ``noise_variance`` is passed to
+        :meth:`fit`, the per-sample variances define the noise completely,
+        nothing is learned, and ``noise_precision`` must be "auto" or 1.0
+        (any other value raises a ValueError).
+
+    fit_intercept : bool, default=True
+        Whether to fit an intercept. The intercept has a flat prior: X and y
+        are centred with their noise-precision-weighted means (plain means for
+        homoscedastic noise) and ``intercept_ = y_offset - X_offset_ @ coef_``,
+        as in :class:`~sklearn.linear_model.BayesianRidge`. Like there, the
+        posterior variance of the intercept is not included in the predictive
+        standard deviation. If False, no intercept is used (data are expected
+        to be centred).
+
+    max_iter : int, default=300
+        Maximum number of iterations of the bounded scalar optimiser used when
+        ``noise_precision="auto"``.
+
+    tol : float, default=1e-6
+        Absolute tolerance on ``log(noise_precision_)`` for the evidence
+        maximisation when ``noise_precision="auto"``.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Posterior mean of the weights.
+
+    intercept_ : float
+        Independent term in the decision function (posterior mean of the
+        intercept). Set to 0.0 if ``fit_intercept=False``.
+
+    sigma_ : ndarray of shape (n_features, n_features)
+        Posterior covariance matrix of the weights,
+        ``(alpha I + Xc^T L^{-1} Xc)^{-1}`` with ``Xc`` the centred inputs.
+
+    alpha_ : float
+        Prior precision of the weights (equal to ``alpha``).
+
+    noise_precision_ : float
+        Precision of the homoscedastic noise: the fixed ``noise_precision`` or
+        the evidence-maximising value. NaN after a heteroscedastic fit (with
+        ``noise_variance``), for which there is no single noise level.
+
+    log_marginal_likelihood_value_ : float
+        Log marginal likelihood of the training targets at ``alpha_`` and the
+        fitted noise. With ``fit_intercept=True`` this is the evidence with the
+        flat-prior intercept integrated out (see Notes).
+
+    n_iter_ : int
+        Number of iterations of the evidence maximisation; 0 when the noise
+        is fixed (a float ``noise_precision`` or per-sample ``noise_variance``).
+
+    X_offset_ : ndarray of shape (n_features,)
+        Noise-precision-weighted mean of the training inputs subtracted before
+        fitting if ``fit_intercept=True``; zeros otherwise.
+
+    n_features_in_ : int
+        Number of features seen during :term:`fit`.
+
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
+        Names of features seen during :term:`fit`. Defined only when `X`
+        has feature names that are all strings.
+
+    See Also
+    --------
+    sklearn.linear_model.BayesianRidge : Bayesian ridge regression, which also
+        learns the prior precision (with Gamma hyper-priors).
+
+    Notes
+    -----
+    Write ``Xc``, ``yc`` for the centred data and ``Xw = L^{-1/2} Xc``,
+    ``yw = L^{-1/2} yc`` for their whitened versions. The posterior over the
+    weights is ``N(m, S)`` with ``S = (alpha I + Xw^T Xw)^{-1}`` and
+    ``m = S Xw^T yw``. When ``n_features <= n'`` (``n' = n_samples``, or
+    ``n_samples - 1`` with an intercept) the d x d matrix
+    ``alpha I + Xw^T Xw`` is factorised by Cholesky (primal route); otherwise
+    the n' x n' matrix ``alpha I + Xw Xw^T`` is (dual route, via the Woodbury
+    and push-through identities ``m = Xw^T (alpha I + Xw Xw^T)^{-1} yw`` and
+    ``S = (I - Xw^T (alpha I + Xw Xw^T)^{-1} Xw) / alpha``), so the cost is
+    cubic in ``min(n_samples, n_features)``. With an intercept, centring
+    makes ``L^{-1/2} 1`` orthogonal to every column of ``Xw``; the dual route
+    rotates that direction out (one Householder reflection) and works with
+    ``n_samples - 1`` rows, so that the Gram matrix stays well conditioned
+    even when ``alpha`` is negligible. No matrix is inverted explicitly;
+    log-determinants come from the Cholesky factors.
+
+    The log evidence is ``log N(yc | 0, L + Xc Xc^T / alpha)``. With
+    ``fit_intercept=True`` the intercept is integrated out under its flat
+    prior, which adds ``log(2 pi) / 2 - log(sum_i 1 / L_ii) / 2``; this is the
+    limit of ``log p(y) + log(2 pi s^2) / 2`` under a ``N(0, s^2)`` prior on
+    the intercept as ``s -> inf``. It is invariant to shifting ``y`` and
+    counts ``n_samples - 1`` residual degrees of freedom, so the learned
+    noise precision satisfies the fixed point
+    ``noise_precision_ = (n_samples - 1 - gamma) / SSE`` with
+    ``gamma = n_features - alpha trace(S)`` (``n_samples`` instead of
+    ``n_samples - 1`` without intercept). scikit-learn's BayesianRidge uses
+    ``n_samples`` in both cases.
+
+    With ``noise_precision="auto"`` the evidence is maximised over the log
+    noise variance using a thin SVD of ``Xc`` (each evaluation then costs
+    O(min(n_samples, n_features))): a grid over a bracket that provably
+    contains the maximiser, then bounded Brent refinement. The search is
+    limited to noise variances of at least ``1e-12 |yc|^2 / n_samples`` and
+    at least what keeps the condition number of the posterior precision
+    below 1e12. The posterior at the selected value is then computed by
+    Cholesky as above.
+
+    The estimator keeps the centred training data (like
+    :class:`~sklearn.gaussian_process.GaussianProcessRegressor`) so that
+    :meth:`log_marginal_likelihood` can be evaluated at other
+    hyper-parameters and :meth:`sample_y` can draw exact posterior samples.
+
+    References
+    ----------
+    C. M. Bishop, Pattern Recognition and Machine Learning, Springer, 2006,
+    Sections 3.3 and 3.5.
+
+    D. J. C. MacKay, Bayesian Interpolation, Neural Computation, Vol. 4,
+    No. 3, 1992.
+
+    S. Rossi, P. Michiardi, M. Filippone, Good Initializations of Variational
+    Bayes for Deep Models, ICML 2019, Appendices B and C.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes.linear_model import BayesianLinearRegression
+    >>> X = np.array([[0.0], [1.0], [2.0], [3.0]])
+    >>> y = np.array([0.1, 0.9, 2.1, 2.9])
+    >>> reg = BayesianLinearRegression(alpha=1e-2, noise_precision=100.0).fit(X, y)
+    >>> reg.coef_.round(3), round(reg.intercept_, 3)
+    (array([0.96]), 0.06)
+    >>> y_mean, y_std = reg.predict([[4.0]], return_std=True)
+    """
+
+    def __init__(self, alpha=1.0, noise_precision="auto", fit_intercept=True, max_iter=300, tol=1e-6):
+        self.alpha = alpha
+        self.noise_precision = noise_precision
+        self.fit_intercept = fit_intercept
+        self.max_iter = max_iter
+        self.tol = tol
+
+    def _check_params(self):
+        alpha = _check_positive("alpha", self.alpha)
+        tau = self.noise_precision
+        if isinstance(tau, str):
+            if tau != "auto":
+                raise ValueError(f"noise_precision must be 'auto' or a positive float, got {tau!r}.")
+        else:
+            try:
+                tau = _check_positive("noise_precision", tau)
+            except ValueError:
+                raise ValueError(f"noise_precision must be 'auto' or a positive float, got {tau!r}.") from None
+        if not isinstance(self.fit_intercept, (bool, np.bool_)):
+            raise ValueError(f"fit_intercept must be a bool, got {self.fit_intercept!r}.")
+        mi = self.max_iter
+        if isinstance(mi, (bool, np.bool_)) or not isinstance(mi, numbers.Integral) or mi < 1:
+            raise ValueError(f"max_iter must be an int >= 1, got {mi!r}.")
+        tol = self.tol
+        if isinstance(tol, (bool, np.bool_)) or not isinstance(tol, numbers.Real) or not tol >= 0:
+            raise ValueError(f"tol must be a float >= 0, got {tol!r}.")
+        return alpha, tau
+
+    @staticmethod
+    def _check_noise_variance(noise_variance, n_samples):
+        v = np.asarray(noise_variance, dtype=np.float64)
+        if v.ndim != 1 or v.shape[0] != n_samples:
+            raise ValueError(
+                f"noise_variance must be a 1-D array of shape (n_samples,) = ({n_samples},), got shape {v.shape}."
+            )
+        if not np.all(np.isfinite(v)):
+            raise ValueError("noise_variance must be finite.")
+        if not np.all(v > 0):
+            raise ValueError(f"noise_variance must be strictly positive, got minimum {v.min()!r}.")
+        return v
+
+    def fit(self, X, y, noise_variance=None):
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data.
+
+        y : array-like of shape (n_samples,)
+            Target values.
+
+        noise_variance : array-like of shape (n_samples,), default=None
+            Known per-sample noise variances (heteroscedastic noise,
+            ``L = diag(noise_variance)``). They are used as given: no noise
+            level is learned, ``noise_precision`` must then be "auto" or 1.0
+            and ``noise_precision_`` is set to NaN. If None, the noise is
+            homoscedastic with precision ``noise_precision``.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        alpha, tau = self._check_params()
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        y = np.asarray(y, dtype=np.float64)
+        n_samples, n_features = X.shape
+
+        hetero = noise_variance is not None
+        if hetero:
+            if tau != "auto" and tau != 1.0:
+                raise ValueError(
+                    "noise_precision must be 'auto' (or 1.0) when per-sample noise_variance is given: "
+                    f"the variances are used as they are, got noise_precision={self.noise_precision!r}. "
+                    "Rescale noise_variance instead."
+                )
+            r = 1.0 / self._check_noise_variance(noise_variance, n_samples)
+        else:
+            r = np.ones(n_samples)
+
+        restricted = bool(self.fit_intercept)
+        if restricted:
+            X_offset = np.average(X, axis=0, weights=r)
+            y_offset = float(np.average(y, weights=r))
+        else:
+            X_offset = np.zeros(n_features)
+            y_offset = 0.0
+        Xc = X - X_offset
+        yc = y - y_offset
+
+        n_iter = 0
+        if hetero:
+            tau_ = float("nan")
+        elif tau == "auto":
+            tau_, n_iter, converged = _maximise_noise_precision(Xc, yc, alpha, restricted, self.max_iter, self.tol)
+            if not converged:
+                warnings.warn(
+                    f"The evidence maximisation over noise_precision did not converge in max_iter={self.max_iter} "
+                    "iterations; increase max_iter.",
+                    ConvergenceWarning,
+                )
+            r = r * tau_
+        else:
+            tau_ = tau
+            r = r * tau_
+
+        post = _solve(Xc, yc, r, alpha, restricted)
+
+        self.coef_ = post.coef
+        self.sigma_ = post.sigma
+        self.intercept_ = float(y_offset - X_offset @ post.coef) if restricted else 0.0
+        self.alpha_ = alpha
+        self.noise_precision_ = float(tau_)
+        self.log_marginal_likelihood_value_ = post.log_evidence
+        self.n_iter_ = n_iter
+        self.X_offset_ = X_offset
+        # Kept for log_marginal_likelihood and sample_y.
+        self._X_train = Xc
+        self._y_train = yc
+        self._precision_train = r  # per-sample noise precisions at the fitted noise
+        self._y_offset = y_offset
+        self._heteroscedastic = hetero
+        self._restricted = restricted
+        self._route = post.route
+        self._chol = post.chol
+        self._dual_design = post.design
+        return self
+
+    def predict(self, X, return_std=False):
+        """Predict using the linear model.
+
+        In addition to the mean of the predictive distribution, also its
+        standard deviation can be returned.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Samples.
+
+        return_std : bool, default=False
+            Whether to return the standard deviation of the posterior
+            predictive distribution.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+            Mean of predictive distribution of query points.
+
+        y_std : ndarray of shape (n_samples,)
+            Standard deviation of predictive distribution of query points,
+            ``sqrt(x_c sigma_ x_c^T + 1 / noise_precision_)`` with
+            ``x_c = x - X_offset_``. After a heteroscedastic fit the noise of
+            a new point is unknown and the term ``1 / noise_precision_`` is
+            left out: ``y_std`` is then the standard deviation of the noise-free
+            regression function. Only returned when ``return_std`` is True.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        y_mean = X @ self.coef_ + self.intercept_
+        if not return_std:
+            return y_mean
+        Xc = X - self.X_offset_
+        var = np.maximum(np.sum((Xc @ self.sigma_) * Xc, axis=1), 0.0)
+        if not self._heteroscedastic:
+            var = var + 1.0 / self.noise_precision_
+        return y_mean, np.sqrt(var)
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw samples from the posterior predictive distribution at X.
+
+        The draws are joint over the query points: each column uses one
+        weight vector drawn exactly from ``N(coef_, sigma_)``, plus independent
+        Gaussian noise of precision ``noise_precision_`` per point
+        (no noise after a heteroscedastic fit, consistent with
+        :meth:`predict`). The intercept is taken at its posterior mean.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Query points.
+
+        n_samples : int, default=1
+            Number of samples drawn per query point.
+
+        random_state : int, RandomState instance or None, default=0
+            Determines random number generation to randomly draw samples.
+            Pass an int for reproducible results across multiple function
+            calls.
+            See :term:`Glossary <random_state>`.
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples)
+            Values of n_samples samples drawn from the posterior predictive
+            distribution and evaluated at query points.
+        """
+        check_is_fitted(self)
+        if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
+            raise ValueError(f"n_samples must be an int >= 1, got {n_samples!r}.")
+        X = validate_data(self, X, reset=False, dtype=np.float64)
+        rng = check_random_state(random_state)
+        d = self.coef_.shape[0]
+        if self._route == "primal":
+            # sigma_ = A^{-1} = C^{-T} C^{-1} with A = C C^T: w = m + C^{-T} z.
+            z = rng.standard_normal((d, n_samples))
+            W = self.coef_[:, None] + linalg.solve_triangular(self._chol.T, z, lower=False, check_finite=False)
+        else:
+            # Exact posterior draws by perturbing the prior and the data (Matheron's rule):
+            # w = m + w0 - Xw^T K^{-1} (Xw w0 + e), w0 ~ N(0, I/alpha), e ~ N(0, I_n'),
+            # with Xw the (rotated) whitened rows factorised at fit time.
+            Xw = self._dual_design
+            w0 = rng.standard_normal((d, n_samples)) / math.sqrt(self.alpha_)
+            e = rng.standard_normal((Xw.shape[0], n_samples))
+            W = self.coef_[:, None] + w0 - Xw.T @ linalg.cho_solve((self._chol, True), Xw @ w0 + e, check_finite=False)
+        y_samples = (X - self.X_offset_) @ W + self._y_offset
+        if not self._heteroscedastic:
+            y_samples += rng.standard_normal(y_samples.shape) / math.sqrt(self.noise_precision_)
+        return y_samples
+
+    def log_marginal_likelihood(self, alpha=None, noise_precision=None):
+        """Return the log marginal likelihood (evidence) of the training data.
+
+        Parameters
+        ----------
+        alpha : float, default=None
+            Prior precision of the weights. If None, ``alpha_`` is used.
+
+        noise_precision : float, default=None
+            Noise precision (homoscedastic fits only). If None,
+            ``noise_precision_`` is used. Must be None after a heteroscedastic
+            fit, whose per-sample variances are always used.
+
+        Returns
+        -------
+        log_likelihood : float
+            Log marginal likelihood of the training targets at the given
+            hyper-parameters, ``log N(yc | 0, L + Xc Xc^T / alpha)``, plus
+            ``log(2 pi) / 2 - log(sum_i 1 / L_ii) / 2`` for the flat-prior
+            intercept when ``fit_intercept=True`` (see Notes of the class).
+        """
+        check_is_fitted(self)
+        alpha = self.alpha_ if alpha is None else _check_positive("alpha", alpha)
+        r = self._precision_train
+        if noise_precision is not None:
+            if self._heteroscedastic:
+                raise ValueError(
+                    "noise_precision cannot be set for a model fitted with per-sample noise_variance; "
+                    "those variances are used."
+                )
+            tau = _check_positive("noise_precision", noise_precision)
+            r = np.full_like(r, tau)
+        return _solve(self._X_train, self._y_train, r, alpha, self._restricted, compute_sigma=False).log_evidence
