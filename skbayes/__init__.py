@@ -3,6 +3,7 @@ natural-gradient variational inference on PyTorch."""
 
 from .kfac import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from .kronecker import KroneckerGaussian
+from .linear_model import BayesianLinearRegression
 from .posteriors import LowRankGaussian
 from .slang import SLANGClassifier, SLANGRegressor
 
@@ -15,6 +16,7 @@ __all__ = [
     "NoisyKFACClassifier",
     "NoisyEKFACRegressor",
     "NoisyEKFACClassifier",
+    "BayesianLinearRegression",
     "LowRankGaussian",
     "KroneckerGaussian",
     "__version__",

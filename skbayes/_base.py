@@ -20,10 +20,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from . import curvature as _curv
+from .init import INITS, initial_moments
 from .networks import ACTIVATIONS, DenseSpec, ParamLayout, build_mlp, make_module
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
-_INITS = ("default",)
 
 
 def _torch_dtype(dtype):
@@ -78,8 +78,15 @@ class BaseBayesianNetwork(BaseEstimator):
             raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}.")
         _check_number("n_iter_no_change", self.n_iter_no_change, low=1, integer=True)
         _check_number("tol", self.tol, low=0)
-        if self.init not in _INITS:
-            raise ValueError(f"init must be one of {list(_INITS)}, got {self.init!r}.")
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {list(INITS)}, got {self.init!r}.")
+        _check_number("iblm_batch_size", self.iblm_batch_size, low=1, integer=True)
+        ka = self.kl_annealing
+        if ka is not None:
+            if not (isinstance(ka, (tuple, list)) and len(ka) == 3) or any(
+                isinstance(v, bool) or not isinstance(v, numbers.Real) or not v > 0 for v in ka
+            ):
+                raise ValueError(f"kl_annealing must be None or a tuple (gamma, a, b) of positive numbers, got {ka!r}.")
         return hls
 
     def _validate_X(self, X, reset):
@@ -107,27 +114,46 @@ class BaseBayesianNetwork(BaseEstimator):
         return max(bs, 1)
 
     # --- initialisation ---------------------------------------------------
-    def _initialize(self, n_features, n_train, rng):
+    def _initialize(self, X, y_enc, rng):
         hls = self._check_params()
         self._likelihood = self._make_likelihood()
         n_out = self._likelihood.n_outputs
         seed = int(rng.randint(np.iinfo(np.int32).max))
+        # Build under a fixed seed and the estimator's dtype, so the initial
+        # weights depend neither on the global RNG nor on torch's default dtype.
+        prev_dtype = torch.get_default_dtype()
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(seed)
-            if self.module is None:
-                net = build_mlp(n_features, hls, n_out, self.activation)
-            else:
-                net = make_module(self.module, n_features, n_out)
+            torch.set_default_dtype(self._dtype)
+            try:
+                if self.module is None:
+                    net = build_mlp(X.shape[1], hls, n_out, self.activation)
+                else:
+                    net = make_module(self.module, X.shape[1], n_out)
+            finally:
+                torch.set_default_dtype(prev_dtype)
         net = net.to(device=self._device, dtype=self._dtype)
         self.module_ = net
         self._layout = ParamLayout(net)
-        mean = self._layout.flatten_module(net).clone()
-        self._init_posterior(mean, n_train)
+        gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
+        Xt, yt = self._tensor(X), self._target_tensor(y_enc)
+        with torch.no_grad():
+            mean, var = initial_moments(self, Xt, yt, gen, self._prior_precision())
+        self._layout.load_into(net, mean)
+        self._init_posterior(mean, X.shape[0], var)
         self.t_ = 0
         self.n_iter_ = 0
         self.loss_curve_ = []
         self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
         self._rng_state = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
+
+    def _kl_scale(self):
+        """KL annealing weight ``gamma / (1 + exp(-a (t - b)))`` at the current step (App. E.9)."""
+        if self.kl_annealing is None:
+            return 1.0
+        g, a, b = (float(v) for v in self.kl_annealing)
+        z = -a * (self.t_ - b)
+        return g / (1.0 + math.exp(min(z, 700.0)))
 
     # --- one step (family hooks) -------------------------------------------
     def _curvature(self, theta, Xb, yb, spec):
@@ -281,15 +307,11 @@ class BaseBayesianNetwork(BaseEstimator):
         fitted = hasattr(self, "posterior_")
         reset = not (fitted and (incremental or self.warm_start))
         X, y = self._validate_X_y(X, y, reset=reset)
-        if reset:
-            rng = check_random_state(self.random_state)
-            self._check_params()
-            self._prepare_targets(y, first=True, classes=classes)
-            self._initialize(X.shape[1], X.shape[0], rng)
-        else:
-            self._check_params()
-            self._prepare_targets(y, first=False, classes=classes)
+        self._check_params()
+        self._prepare_targets(y, first=reset, classes=classes)
         y_enc = self._encode_targets(y)
+        if reset:
+            self._initialize(X, y_enc, check_random_state(self.random_state))
         n_epochs = 1 if incremental else int(self.max_iter)
         self._fit_loop(X, y_enc, n_epochs, incremental)
         return self

@@ -46,7 +46,10 @@ class _KroneckerFamily:
             _check_number("inv_interval", self.inv_interval, low=1, integer=True)
 
     # --- state ----------------------------------------------------------------
-    def _init_posterior(self, mean, n_train):
+    def _prior_precision(self):
+        return 1.0 / float(self.prior_variance)
+
+    def _init_posterior(self, mean, n_train, var=None):
         layers = kron_layers(self.module_, self._layout)
         self._n_train = int(n_train)
         blocks = []
@@ -72,10 +75,14 @@ class _KroneckerFamily:
         self._refresh_posterior()
 
     def _gamma_in(self):
-        return float(self.kl_weight) / (self._n_train * float(self.prior_variance))
+        return self._lambda() / (self._n_train * float(self.prior_variance))
+
+    def _lambda(self):
+        """KL weight at the current step (``kl_weight`` times the annealing factor)."""
+        return float(self.kl_weight) * self._kl_scale()
 
     def _kl(self):
-        return float(self.kl_weight) * self.posterior_.kl_to_prior(self.prior_variance)
+        return self._lambda() * self.posterior_.kl_to_prior(self.prior_variance)
 
     def _denominators(self, st, gamma):
         """Per-entry curvature in the eigenbasis, damped by ``gamma`` (n, p)."""
@@ -86,7 +93,7 @@ class _KroneckerFamily:
 
     def _refresh_posterior(self):
         """Covariance scales ``s = (lambda/N) / denominators(gamma_in)`` from the factors."""
-        c = float(self.kl_weight) / self._n_train
+        c = self._lambda() / self._n_train
         g_in = self._gamma_in()
         self.posterior_.blocks = [
             (st["QA"], st["QS"], c / self._denominators(st, g_in)) for st in self._opt_state["layers"]
@@ -211,10 +218,17 @@ _PARAMS_TAIL = """
         Weight samples per training step.
     predict_samples : int, default=100
         Weight samples averaged by the prediction methods.
-    init : {'default'}, default='default'
-        The mean starts at the network's PyTorch initialisation (seeded by
-        ``random_state``); the Kronecker factors are computed exactly on the
-        first minibatch at that mean.
+    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='iblm'
+        Initial mean: 'iblm' sets each unit's weights to the posterior mean of a
+        layer-wise Bayesian linear regression (Rossi et al., 2019); 'default' is
+        PyTorch's initialisation; the others are the i-BLM paper's baselines
+        (see :doc:`/init`). The Kronecker factors are then computed exactly on the
+        first minibatch at that mean (the factorised variances of the
+        initialiser are not used: the factors define the covariance).
+    iblm_batch_size : int, default=128
+        Rows of the minibatch each i-BLM regression uses.
+    kl_annealing : tuple (gamma, a, b) or None, default=None
+        Anneal the KL weight: ``kl_weight * gamma / (1 + exp(-a (t - b)))`` at step ``t``.
     warm_start : bool, default=False
         Continue from the previous posterior when ``fit`` is called again.
     early_stopping : bool, default=False
@@ -319,7 +333,7 @@ class NoisyKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=1e-3, momentum=0.9,
                  stats_interval=1, fisher="true", inv_interval=1, noise_precision="auto", max_iter=200,
-                 batch_size="auto", mc_samples=1, predict_samples=100, init="default", warm_start=False,
+                 batch_size="auto", mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -333,7 +347,7 @@ class NoisyKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=1e-3, momentum=0.9,
                  stats_interval=1, fisher="true", inv_interval=1, max_iter=200, batch_size="auto",
-                 mc_samples=1, predict_samples=100, init="default", warm_start=False, early_stopping=False,
+                 mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -349,7 +363,7 @@ class NoisyEKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
                  factor_decay=0.05, scale_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=0.1,
                  momentum=0.9, stats_interval=1, fisher="true", eig_interval=5, scale_interval=1,
                  rescale_reset_interval=50, noise_precision="auto", max_iter=200, batch_size="auto",
-                 mc_samples=1, predict_samples=100, init="default", warm_start=False, early_stopping=False,
+                 mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -365,7 +379,7 @@ class NoisyEKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
                  factor_decay=0.05, scale_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=0.1,
                  momentum=0.9, stats_interval=1, fisher="true", eig_interval=5, scale_interval=1,
                  rescale_reset_interval=50, max_iter=200, batch_size="auto", mc_samples=1,
-                 predict_samples=100, init="default", warm_start=False, early_stopping=False,
+                 predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
         _init(self, dict(locals()))

@@ -21,18 +21,25 @@ class _SLANGFamily:
         if self.lr_decay is not None:
             _check_number("lr_decay", self.lr_decay, low=0)
 
-    def _init_posterior(self, mean, n_train):
+    def _prior_precision(self):
+        return float(self.prior_precision)
+
+    def _init_posterior(self, mean, n_train, var=None):
         D = mean.shape[0]
         L = min(int(self.rank), D)
-        # Initial precision: the prior plus one unit of curvature per training
-        # example, i.e. initial standard deviations of about 1/sqrt(N + prior).
-        d0 = torch.full_like(mean, float(self.prior_precision) + float(n_train))
+        if var is None:
+            # init='default': the prior plus one unit of curvature per training
+            # example, i.e. initial standard deviations of about 1/sqrt(N + prior).
+            d0 = torch.full_like(mean, float(self.prior_precision) + float(n_train))
+        else:
+            # the initialiser's factorised variances, with U = 0
+            d0 = 1.0 / var
         U0 = mean.new_zeros(L, D).T  # (D, L) view of a contiguous (L, D) tensor
         self.posterior_ = LowRankGaussian(mean, U0, d0)
         self._opt_state = {"momentum": torch.zeros_like(mean)}
 
     def _kl(self):
-        return self.posterior_.kl_to_prior(self.prior_precision)
+        return self._kl_scale() * self.posterior_.kl_to_prior(self.prior_precision)
 
     def _step(self, Xb, yb, N, gen, spec):
         """One SLANG step (Algorithm 1 with momentum and optional decay)."""
@@ -41,7 +48,7 @@ class _SLANGFamily:
         decay = 1.0 + (t ** float(self.lr_decay) if self.lr_decay else 0.0)
         alpha = float(self.learning_rate) / decay
         beta = float(self.beta) / decay
-        lam = float(self.prior_precision)
+        lam = float(self.prior_precision) * self._kl_scale()
         theta = post.sample_t(S, generator=gen)
         curv, nll, f = self._curvature(theta, Xb, yb, spec)
         scale = N / (M * S)
@@ -100,10 +107,19 @@ _COMMON_PARAMS = """
         Weight samples ``S`` per training step.
     predict_samples : int, default=100
         Weight samples averaged by the prediction methods.
-    init : {'default'}, default='default'
-        Initialisation of the posterior: the mean is the network's PyTorch
-        default initialisation (seeded by ``random_state``) and the precision is
-        ``(prior_precision + n_samples) I``.
+    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='iblm'
+        Initialisation of the posterior. 'iblm' (Rossi et al., 2019): layer by
+        layer from the input, each unit's weights get the posterior of a Bayesian
+        linear regression of the targets on the layer's inputs (mean, and the
+        KL-optimal factorised variances as ``d``; ``U = 0``). 'default': PyTorch's
+        initialisation with precision ``(prior_precision + n_samples) I``. The
+        others are the paper's baselines (see :doc:`/init`).
+    iblm_batch_size : int, default=128
+        Rows of the minibatch each i-BLM regression uses (and LSUV's minibatch).
+    kl_annealing : tuple (gamma, a, b) or None, default=None
+        Anneal the KL term (App. E.9 of the i-BLM paper): the prior precision is
+        scaled by ``gamma / (1 + exp(-a (t - b)))`` at step ``t`` (in the
+        precision update, the mean step and the reported objective).
     warm_start : bool, default=False
         Continue from the previous posterior when ``fit`` is called again.
     early_stopping : bool, default=False
@@ -214,7 +230,9 @@ class SLANGRegressor(_SLANGFamily, BayesianRegressorBase):
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
-        init="default",
+        init="iblm",
+        iblm_batch_size=128,
+        kl_annealing=None,
         noise_precision="auto",
         warm_start=False,
         early_stopping=False,
@@ -277,7 +295,9 @@ class SLANGClassifier(_SLANGFamily, BayesianClassifierBase):
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
-        init="default",
+        init="iblm",
+        iblm_batch_size=128,
+        kl_annealing=None,
         warm_start=False,
         early_stopping=False,
         validation_fraction=0.1,

@@ -244,7 +244,9 @@ def test_bad_parameters_give_clear_errors():
         (dict(activation="swish"), "activation"),
         (dict(hidden_layer_sizes=(0,)), "hidden_layer_sizes"),
         (dict(noise_precision=-2.0), "noise_precision"),
-        (dict(init="iblm"), "init"),
+        (dict(init="nonsense"), "init"),
+        (dict(kl_annealing=(1.0, -1.0, 2.0)), "kl_annealing"),
+        (dict(iblm_batch_size=0), "iblm_batch_size"),
         (dict(dtype="float16"), "dtype"),
         (dict(module=3), "module"),
     ]:
@@ -258,11 +260,14 @@ def test_divergence_is_reported_and_predictions_stay_finite():
     """Natural-gradient steps are self-stabilising for any learning rate, so force an
     overflow with absurdly scaled float32 inputs: the fit must say so and revert."""
     X, y = _reg_data()
-    est = SLANGRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, random_state=0)
+    est = SLANGRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="default", random_state=0)
     with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate.*standardise"):
         est.fit(X * 1e30, y)
     assert est.n_iter_ == 0 and est.loss_curve_ == []
     assert np.all(np.isfinite(est.predict(X)))
+    # the i-BLM initialisation refuses such inputs with a clear error
+    with pytest.raises(ValueError, match="standardise X"):
+        SLANGRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, random_state=0).fit(X * 1e30, y)
 
 
 def test_verbose_progress_bar(capsys):

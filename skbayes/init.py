@@ -1,0 +1,195 @@
+"""Initialisations of the variational posterior: i-BLM and the competitors of
+Rossi, Michiardi and Filippone (ICML 2019).
+
+Every initialiser returns the posterior mean and the KL-optimal factorised
+variances (a flat vector each, ``module_.parameters()`` order); each posterior
+family maps them into its own structure (see the family's ``_init_posterior``).
+"""
+
+import math
+import warnings
+
+import torch
+from torch.func import functional_call
+
+from .blr import best_noise_variance, blr_solve, dirichlet_transform
+from .kronecker import UnsupportedLayerError, kron_layers
+
+INITS = ("iblm", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv")
+
+#: Rows of the design matrix solved at once in the batched i-BLM regressions.
+_UNIT_CHUNK = 64
+
+
+def _ordered_layers(module, layout, X):
+    """Linear/Conv2d blocks in the order a forward pass calls them."""
+    layers = kron_layers(module, layout)
+    order = []
+    hooks = [l.module.register_forward_hook(lambda m, i, o, k=k: order.append(k)) for k, l in enumerate(layers)]
+    try:
+        with torch.no_grad():
+            module(X[:1])
+    finally:
+        for h in hooks:
+            h.remove()
+    seen = []
+    for k in order:
+        if k not in seen:
+            seen.append(k)
+    return [layers[k] for k in seen]
+
+
+def _layer_input(module, layout, layer, theta, X):
+    """Input of ``layer`` when the network runs with flat weights ``theta`` on ``X``."""
+    box = []
+    h = layer.module.register_forward_hook(lambda m, i, o: box.append(i[0].detach()))
+    try:
+        with torch.no_grad():
+            functional_call(module, layout.unflatten(theta), (X,))
+    finally:
+        h.remove()
+    return box[0]
+
+
+def _fan(layer):
+    rf = layer.n_in // layer.module.weight.shape[1] if layer.is_conv else 1
+    return layer.n_in, layer.p * rf
+
+
+def iblm_targets(est, y_enc):
+    """Regression targets ``(N, K)`` and noise variances for i-BLM.
+
+    Regression: the standardised targets (one column; the noise variance is
+    chosen per layer by evidence maximisation, returned as None). Classification:
+    the Dirichlet transform of the one-hot labels with ``alpha_eps = 0.01``; with
+    two classes the single logit regresses on the difference of the two
+    transformed columns (the log-odds), whose noise variance is the sum.
+    """
+    if not getattr(est, "_is_classifier", False):
+        return y_enc[:, None], None
+    k = len(est.classes_)
+    Y = torch.nn.functional.one_hot(y_enc.long(), max(k, 2)).to(est._dtype)
+    T, V = dirichlet_transform(Y, 0.01)
+    if k == 2:
+        return (T[:, 1] - T[:, 0])[:, None], (V[:, 1] + V[:, 0])[:, None]
+    return T, V
+
+
+def iblm(est, X, y_enc, gen, prior_precision):
+    """Layer-wise Bayesian linear regression, from the input upwards (Algorithm 1).
+
+    For layer ``l`` and output unit ``j``: draw a fresh minibatch of
+    ``iblm_batch_size`` rows for every group of ``K`` units (``K`` target
+    columns), propagate it through the layers below with one weight sample from
+    their (already initialised) posterior, and regress unit ``j`` on target
+    column ``j mod K`` (conv layers: every spatial patch is a row with its
+    example's target). Hidden units regress on the targets centred over the
+    training set: the Dirichlet-transformed labels are all negative (about
+    -0.3 for the true class and -6.9 for the others), so uncentred targets would
+    switch off every ReLU unit; the next layer's bias absorbs the offset. The
+    output layer regresses on the targets themselves. The unit's weights get the
+    posterior mean and the KL-optimal factorised variances ``1 / diag(precision)``.
+
+    Returns ``(mean, variance)`` flat tensors.
+    """
+    module, layout = est.module_, est._layout
+    layers = _ordered_layers(module, layout, X)
+    Yt, Vt = iblm_targets(est, y_enc)
+    K = Yt.shape[1]
+    N = X.shape[0]
+    B = min(int(est.iblm_batch_size), N)
+    mean = layout.flatten_module(module).clone()
+    var = torch.full_like(mean, 1.0 / prior_precision)
+    Yc = Yt - Yt.mean(0, keepdim=True)  # hidden units regress on centred targets
+    for li, layer in enumerate(layers):
+        Yl = Yt if li == len(layers) - 1 else Yc
+        n_groups = math.ceil(layer.p / K)
+        Xs, Ys, Vs = [], [], []
+        for g in range(n_groups):
+            idx = torch.randperm(N, generator=gen, device=X.device)[:B]
+            theta = mean + torch.sqrt(var) * torch.randn(mean.shape, generator=gen, dtype=mean.dtype, device=mean.device)
+            A = layer.patches(_layer_input(module, layout, layer, theta, X[idx]))  # (B, T, n)
+            T = A.shape[1]
+            Xs.append(A.reshape(B * T, layer.n))
+            Ys.append(Yl[idx].repeat_interleave(T, 0))
+            if Vt is not None:
+                Vs.append(Vt[idx].repeat_interleave(T, 0))
+        if Vt is None:
+            v_layer = best_noise_variance(Xs[0], Ys[0][:, 0], prior_precision)
+        W = torch.empty(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
+        Pd = torch.empty_like(W)
+        chunk = max(1, min(_UNIT_CHUNK, (1 << 22) // max(1, Xs[0].numel())))
+        for j0 in range(0, layer.p, chunk):
+            units = range(j0, min(j0 + chunk, layer.p))
+            Xb = torch.stack([Xs[j // K] for j in units])
+            yb = torch.stack([Ys[j // K][:, j % K] for j in units])
+            vb = v_layer if Vt is None else torch.stack([Vs[j // K][:, j % K] for j in units])
+            m, pd = blr_solve(Xb, yb, prior_precision, vb)
+            W[:, j0 : j0 + len(units)] = m.T
+            Pd[:, j0 : j0 + len(units)] = pd.T
+        layer.mat_to_flat(W, mean)
+        layer.mat_to_flat(1.0 / Pd, var)
+    return mean, var
+
+
+def simple_init(est, kind, X, gen, prior_precision):
+    """The competing initialisations (mean, variance) of the i-BLM paper."""
+    module, layout = est.module_, est._layout
+    layers = _ordered_layers(module, layout, X)
+    mean = layout.flatten_module(module).clone()
+    var = torch.full_like(mean, 1.0 / prior_precision)
+    if kind == "uninformative":  # q = prior
+        return torch.zeros_like(mean), var
+    for layer in layers:
+        fan_in, fan_out = _fan(layer)
+        W = torch.zeros(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
+        v = 2.0 / (fan_in + fan_out) if kind == "xavier" else 1.0 / fan_in
+        if kind in ("orthogonal", "lsuv"):
+            w = torch.empty(layer.p, layer.n_in, dtype=mean.dtype, device=mean.device)
+            torch.nn.init.orthogonal_(w, generator=gen)
+            W[: layer.n_in] = w.T
+        layer.mat_to_flat(W, mean)
+        layer.mat_to_flat(torch.full_like(W, v), var)
+    if kind == "lsuv":
+        # Mishkin & Matas: rescale each layer's weights so that its output has unit
+        # variance on a minibatch, from the input upwards.
+        idx = torch.randperm(X.shape[0], generator=gen, device=X.device)[: min(int(est.iblm_batch_size), X.shape[0])]
+        for layer in layers:
+            A = layer.patches(_layer_input(module, layout, layer, mean, X[idx]))
+            out = A.reshape(-1, layer.n) @ layer.flat_to_mat(mean)
+            sd = float(out.std())
+            if sd > 0:
+                W = layer.flat_to_mat(mean) / sd
+                layer.mat_to_flat(W, mean)
+    return mean, var
+
+
+def initial_moments(est, X, y_enc, gen, prior_precision):
+    """``(mean, variance)`` of the initial posterior for ``est.init``; variance None for 'default'."""
+    kind = est.init
+    if kind == "default":
+        return est._layout.flatten_module(est.module_).clone(), None
+    try:
+        if kind == "iblm":
+            mean, var = iblm(est, X, y_enc, gen, prior_precision)
+        else:
+            mean, var = simple_init(est, kind, X, gen, prior_precision)
+    except torch.linalg.LinAlgError as exc:
+        raise ValueError(
+            f"init={kind!r} failed: a Bayesian linear regression of the initialisation is numerically "
+            "singular, which happens with badly scaled inputs; standardise X (e.g. StandardScaler) or "
+            "use init='default'."
+        ) from exc
+    except UnsupportedLayerError as exc:
+        warnings.warn(
+            f"init={kind!r} handles networks whose parameterised layers are nn.Linear / nn.Conv2d; "
+            f"falling back to init='default' ({exc})",
+            UserWarning,
+        )
+        return est._layout.flatten_module(est.module_).clone(), None
+    if not (torch.isfinite(mean).all() and torch.isfinite(var).all() and (var > 0).all()):
+        raise ValueError(
+            f"init={kind!r} produced non-finite weights (badly scaled inputs?); standardise X or use "
+            "init='default'."
+        )
+    return mean, var
