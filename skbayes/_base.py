@@ -141,6 +141,7 @@ class BaseBayesianNetwork(BaseEstimator):
             mean, var = initial_moments(self, Xt, yt, gen, self._prior_precision())
         self._layout.load_into(net, mean)
         self._init_posterior(mean, X.shape[0], var)
+        self._after_init(X.shape[0])
         self.t_ = 0
         self.n_iter_ = 0
         self.loss_curve_ = []
@@ -167,6 +168,9 @@ class BaseBayesianNetwork(BaseEstimator):
 
     def _finalize(self):
         """Hook run at the end of every fit / partial_fit."""
+
+    def _after_init(self, n_train):
+        """Hook run once the initial posterior is set."""
 
     def _extra_kl(self):
         return 0.0

@@ -54,6 +54,16 @@ class BayesianRegressorBase(RegressorMixin, BaseBayesianNetwork):
     def _extra_kl(self):
         return self._noise.kl()
 
+    def _after_init(self, n_train):
+        # i-BLM estimated the noise variance of the output layer's regression by
+        # evidence maximisation on a minibatch of B rows: start q(tau) at the
+        # posterior that B observations with that variance would give.
+        v = self.__dict__.pop("_iblm_noise_variance", None)
+        if v is not None and self._noise.learn:
+            B = min(int(self.iblm_batch_size), n_train)
+            self._noise.a = self._noise.a0 + 0.5 * B
+            self._noise.b = self._noise.b0 + 0.5 * B * v
+
     def _finalize(self):
         self.noise_precision_ = self._noise.tau_mean / self._y_std**2
 

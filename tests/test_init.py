@@ -1,0 +1,147 @@
+"""i-BLM and the competing initialisations (Rossi, Michiardi and Filippone, ICML 2019)."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from scipy.stats import multivariate_normal
+from sklearn.datasets import load_diabetes
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from skbayes import BayesianLinearRegression, NoisyKFACClassifier, SLANGClassifier, SLANGRegressor
+from skbayes.blr import best_noise_variance, blr_log_evidence, blr_solve, dirichlet_transform
+from skbayes.metrics import mixture_log_likelihood
+
+DT = torch.float64
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+@pytest.mark.parametrize("B,n", [(40, 6), (6, 40)])  # primal and push-through (dual) routes
+@pytest.mark.parametrize("hetero", [False, True])
+def test_torch_blr_matches_dense_formulas(B, n, hetero):
+    g = torch.Generator().manual_seed(B + n)
+    X = torch.randn(B, n, generator=g, dtype=DT)
+    y = torch.randn(B, generator=g, dtype=DT)
+    v = (torch.rand(B, generator=g, dtype=DT) + 0.2) if hetero else torch.tensor(0.7, dtype=DT)
+    alpha = 1.7
+    Linv = torch.diag(1.0 / v.expand(B))
+    P = alpha * torch.eye(n, dtype=DT) + X.T @ Linv @ X
+    m_ref = torch.linalg.solve(P, X.T @ Linv @ y)
+    m, pd = blr_solve(X, y, alpha, v)
+    torch.testing.assert_close(m, m_ref, rtol=1e-9, atol=1e-11)
+    torch.testing.assert_close(pd, torch.diag(P), rtol=1e-12, atol=1e-12)
+    C = torch.diag(v.expand(B)) + X @ X.T / alpha
+    ref = multivariate_normal(np.zeros(B), C.numpy()).logpdf(y.numpy())
+    assert float(blr_log_evidence(X, y, alpha, v)) == pytest.approx(ref, rel=1e-10)
+    # batched problems give the same answers as one at a time
+    mb, _ = blr_solve(torch.stack([X, 2 * X]), torch.stack([y, y]), alpha, v)
+    torch.testing.assert_close(mb[0], m_ref, rtol=1e-9, atol=1e-11)
+
+
+def test_torch_blr_agrees_with_the_estimator_and_evidence_maximisation():
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    y = (y - y.mean()) / y.std()
+    X1 = np.hstack([X, np.ones((len(X), 1))])
+    est = BayesianLinearRegression(alpha=1.0, fit_intercept=False).fit(X1, y)
+    v = 1.0 / est.noise_precision_
+    m, _ = blr_solve(torch.as_tensor(X1), torch.as_tensor(y), 1.0, v)
+    np.testing.assert_allclose(m.numpy(), est.coef_, rtol=1e-8, atol=1e-10)
+    v_grid = best_noise_variance(torch.as_tensor(X1), torch.as_tensor(y), 1.0)
+    assert v_grid == pytest.approx(v, rel=0.05)  # grid search lands near the exact optimum
+
+
+def test_dirichlet_transform_matches_the_paper():
+    Y = torch.tensor([[1.0, 0.0, 0.0], [0.0, 0.0, 1.0]], dtype=DT)
+    T, V = dirichlet_transform(Y, 0.01)
+    for y_, t, v in zip(Y.flatten(), T.flatten(), V.flatten()):
+        var = math.log(1.0 / (float(y_) + 0.01) + 1.0)
+        assert float(v) == pytest.approx(var)
+        assert float(t) == pytest.approx(math.log(float(y_) + 0.01) - var / 2)
+    # the true class has the larger target: softmax of the targets recovers the label
+    assert torch.equal(T.argmax(1), Y.argmax(1))
+
+
+def _init_only(est, X, y):
+    """Fit with zero epochs: the posterior right after initialisation."""
+    est._fit_loop = lambda X, y, n, inc: (est._layout.load_into(est.module_, est.posterior_.mean_t), est._finalize())
+    return est.fit(X, y)
+
+
+def test_single_linear_layer_reproduces_the_blr_posterior_mean():
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    est = _init_only(SLANGRegressor(hidden_layer_sizes=(), init="iblm", iblm_batch_size=len(X), random_state=0), X, y)
+    ys = (y - y.mean()) / y.std()
+    X1 = np.hstack([X, np.ones((len(X), 1))])
+    # the evidence-maximising noise variance of the same regression
+    v = best_noise_variance(torch.as_tensor(X1), torch.as_tensor(ys), 1.0)
+    ref = BayesianLinearRegression(alpha=1.0, noise_precision=1.0 / v, fit_intercept=False).fit(X1, ys)
+    np.testing.assert_allclose(est.posterior_.mean, ref.coef_, rtol=1e-8, atol=1e-10)
+    # factorised precisions: diag of the BLR precision, rescaled from B = N rows to N (factor 1)
+    P = 1.0 * np.eye(11) + X1.T @ X1 / v
+    np.testing.assert_allclose(est.posterior_.d, np.diag(P), rtol=1e-8)
+
+
+def test_classification_iblm_on_a_linear_layer_separates_the_classes():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X[:300] / 16.0
+    clf = _init_only(SLANGClassifier(hidden_layer_sizes=(), init="iblm", iblm_batch_size=300, random_state=0), X, y[:300])
+    assert clf.score(X, y[:300]) > 0.95  # before any training
+    clf2 = _init_only(NoisyKFACClassifier(hidden_layer_sizes=(), init="iblm", iblm_batch_size=300, random_state=0), X, y[:300])
+    np.testing.assert_allclose(clf2.posterior_.mean, clf.posterior_.mean, rtol=1e-10)
+
+
+def _held_out_nll(est, X, y):
+    f = est._predict_outputs(X, n_samples=50)[..., 0].numpy() * est._y_std + est._y_mean
+    return -mixture_log_likelihood(y, f, np.sqrt(est._noise.noise_variance) * est._y_std)
+
+
+def test_deep_net_iblm_starts_and_stays_ahead_on_diabetes():
+    """5 hidden layers of 100 units: held-out NLL right after i-BLM is below every competing
+    initialisation's, and after 5 epochs the i-BLM-started fit is still ahead."""
+    X, y = load_diabetes(return_X_y=True)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
+    sc = StandardScaler().fit(Xtr)
+    Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+    kw = dict(hidden_layer_sizes=(100,) * 5, random_state=0)
+    at_init, after = {}, {}
+    for init in ("iblm", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv"):
+        at_init[init] = _held_out_nll(_init_only(SLANGRegressor(init=init, **kw), Xtr, ytr), Xte, yte)
+        if init in ("iblm", "default", "xavier", "lsuv"):
+            est = SLANGRegressor(init=init, max_iter=5, tol=0, n_iter_no_change=100, **kw).fit(Xtr, ytr)
+            after[init] = _held_out_nll(est, Xte, yte)
+    others = {k: v for k, v in at_init.items() if k != "iblm"}
+    assert at_init["iblm"] < min(others.values()), at_init
+    assert after["iblm"] < min(v for k, v in after.items() if k != "iblm"), after
+
+
+def test_competing_initialisations_follow_their_definitions():
+    X, y = load_diabetes(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    kw = dict(hidden_layer_sizes=(7,), prior_precision=2.0, random_state=0)
+    unif = _init_only(SLANGRegressor(init="uninformative", **kw), X, y)
+    assert np.all(unif.posterior_.mean == 0) and np.allclose(unif.posterior_.d, 2.0)  # q = prior
+    heur = _init_only(SLANGRegressor(init="heuristic", **kw), X, y)
+    w0 = heur.module_[0].weight.numel()
+    np.testing.assert_allclose(heur.posterior_.d[:w0], 10.0)  # variance 1 / D_in
+    xav = _init_only(SLANGRegressor(init="xavier", **kw), X, y)
+    np.testing.assert_allclose(xav.posterior_.d[:w0], (10 + 7) / 2.0)  # variance 2 / (D_in + D_out)
+    orth = _init_only(SLANGRegressor(init="orthogonal", **kw), X, y)
+    W = orth.module_[0].weight.detach().numpy()
+    np.testing.assert_allclose(W @ W.T, np.eye(7), atol=1e-10)  # orthonormal rows (7 <= 10)
+    lsuv = _init_only(SLANGRegressor(init="lsuv", **kw), X, y)
+    h = lsuv.module_[0](torch.as_tensor(X))
+    assert float(h.std()) == pytest.approx(1.0, rel=0.15)  # unit output variance (on a minibatch)
