@@ -130,10 +130,18 @@ def iblm(est, X, y_enc, gen, prior_precision):
         # keep the stacked design matrices at a few million entries.
         per_group = B * layer.n * (layer.module.weight.shape[-1] * layer.module.weight.shape[-2] if layer.is_conv else 1)
         gchunk = max(1, (1 << 22) // max(1, per_group * K))
+        # Inputs are propagated at the (deterministic) mean, so when the groups'
+        # rows outnumber the training set, one pass over all rows is cheaper.
+        A_all = None
+        if n_groups * B > N and N * per_group // B <= (1 << 24):
+            A_all = layer.patches(_layer_input(module, layout, layer, mean, X))
         for g0 in range(0, n_groups, gchunk):
             gs = list(range(g0, min(g0 + gchunk, n_groups)))
             rows = idx[gs].reshape(-1)
-            A = layer.patches(_layer_input(module, layout, layer, mean, X[rows]))  # (G B, T, n)
+            if A_all is not None:
+                A = A_all[rows]
+            else:
+                A = layer.patches(_layer_input(module, layout, layer, mean, X[rows]))  # (G B, T, n)
             T = A.shape[1]
             Xg = A.reshape(len(gs), B * T, layer.n)
             Yg = Yl[rows].reshape(len(gs), B, K).repeat_interleave(T, 1)  # (G, B T, K)

@@ -1,0 +1,76 @@
+"""Initialisation cost versus one training epoch, and held-out NLL right after each
+initialisation and after a small training budget (i-BLM paper, Rossi et al. 2019).
+
+    .venv/bin/python benchmarks/bench_init.py            # full run
+    .venv/bin/python benchmarks/bench_init.py --quick    # fewer networks
+"""
+
+import argparse
+import time
+import warnings
+
+import numpy as np
+import torch
+from sklearn.datasets import load_diabetes
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+from skbayes import NoisyKFACRegressor, SLANGRegressor
+from skbayes.metrics import mixture_log_likelihood
+
+INITS = ("iblm", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv")
+
+
+def init_only(est, X, y):
+    est._fit_loop = lambda X, y, n, inc: (est._layout.load_into(est.module_, est.posterior_.mean_t), est._finalize())
+    return est.fit(X, y)
+
+
+def nll(est, X, y):
+    f = est._predict_outputs(X, n_samples=50)[..., 0].numpy() * est._y_std + est._y_mean
+    return -mixture_log_likelihood(y, f, np.sqrt(est._noise.noise_variance) * est._y_std)
+
+
+def toy(n=500, seed=0):
+    rng = np.random.RandomState(seed)
+    x = rng.uniform(-10, 10, (n, 1))
+    t = x[:, 0]
+    return x, np.sin(t) + np.sin(t / 2) + np.sin(t / 3) - np.sin(t / 4) + np.exp(-1.0) * rng.randn(n)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--epochs", type=int, default=5)
+    args = ap.parse_args()
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore", ConvergenceWarning)
+    X, y = load_diabetes(return_X_y=True)
+    data = {"diabetes": (X, y), "toy 1-D": toy()}
+    nets = [(50,), (100,) * 5] if not args.quick else [(100,) * 5]
+    print(f"torch threads: 1; epochs after init: {args.epochs}")
+    print("| data | net | estimator | init | init s | epoch s | init/epoch | NLL at init | NLL after | R2 after |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for dname, (X, y) in data.items():
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)
+        sc = StandardScaler().fit(Xtr)
+        Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+        for hls in nets:
+            for Est in (SLANGRegressor, NoisyKFACRegressor) if not args.quick else (SLANGRegressor,):
+                for init in INITS:
+                    kw = dict(hidden_layer_sizes=hls, init=init, random_state=0)
+                    t0 = time.perf_counter()
+                    e0 = init_only(Est(**kw), Xtr, ytr)
+                    t_init = time.perf_counter() - t0
+                    t0 = time.perf_counter()
+                    e1 = Est(max_iter=args.epochs, tol=0, n_iter_no_change=10**6, **kw).fit(Xtr, ytr)
+                    t_fit = time.perf_counter() - t0
+                    t_epoch = (t_fit - t_init) / args.epochs
+                    print(f"| {dname} | {hls if len(hls) < 3 else f'{len(hls)}x{hls[0]}'} | {Est.__name__} | {init} | "
+                          f"{t_init:.3f} | {t_epoch:.3f} | {t_init / t_epoch:.2f} | {nll(e0, Xte, yte):.3f} | "
+                          f"{nll(e1, Xte, yte):.3f} | {e1.score(Xte, yte):.3f} |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
