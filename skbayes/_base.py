@@ -148,6 +148,11 @@ class BaseBayesianNetwork(BaseEstimator):
         self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
         self._rng_state = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
 
+    def _divergence_hint(self):
+        """Extra hyper-parameters named in the divergence warning."""
+        names = ("beta", "damping")
+        return "".join(f", {n}={getattr(self, n)}" for n in names if hasattr(self, n))
+
     def _kl_scale(self):
         """KL annealing weight ``gamma / (1 + exp(-a (t - b)))`` at the current step (App. E.9)."""
         if self.kl_annealing is None:
@@ -237,8 +242,8 @@ class BaseBayesianNetwork(BaseEstimator):
                 warnings.warn(
                     f"{type(self).__name__} diverged (non-finite values) in epoch {self.n_iter_ + 1}: "
                     f"training stopped and the posterior reverted to the end of epoch {self.n_iter_}. "
-                    f"The learning rate is likely too large (learning_rate={self.learning_rate}, "
-                    f"beta={self.beta}) or the "
+                    f"The learning rate is likely too large (learning_rate={self.learning_rate}"
+                    f"{self._divergence_hint()}) or the "
                     "inputs are badly scaled; lower the learning rate, or standardise the inputs.",
                     ConvergenceWarning,
                 )

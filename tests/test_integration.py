@@ -256,18 +256,19 @@ def test_bad_parameters_give_clear_errors():
         SLANGClassifier(max_iter=1).fit(X, np.zeros(len(X)))
 
 
-def test_divergence_is_reported_and_predictions_stay_finite():
+@pytest.mark.parametrize("Reg", REGRESSORS)
+def test_divergence_is_reported_and_predictions_stay_finite(Reg):
     """Natural-gradient steps are self-stabilising for any learning rate, so force an
     overflow with absurdly scaled float32 inputs: the fit must say so and revert."""
     X, y = _reg_data()
-    est = SLANGRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="default", random_state=0)
+    est = Reg(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="default", random_state=0)
     with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate.*standardise"):
         est.fit(X * 1e30, y)
     assert est.n_iter_ == 0 and est.loss_curve_ == []
     assert np.all(np.isfinite(est.predict(X)))
     # with i-BLM: either a clear error from the initialisation or a reported divergence,
     # never silent non-finite predictions
-    est = SLANGRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="iblm", random_state=0)
+    est = Reg(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="iblm", random_state=0)
     try:
         with warnings.catch_warnings(record=True):
             warnings.simplefilter("always")
