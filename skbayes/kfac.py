@@ -34,6 +34,8 @@ class _KroneckerFamily:
         if self.momentum >= 1:
             raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}.")
         _check_number("stats_interval", self.stats_interval, low=1, integer=True)
+        if self.kl_clip is not None:
+            _check_number("kl_clip", self.kl_clip, low=0, low_open=True)
         if self.fisher not in ("true", "empirical"):
             raise ValueError(f"fisher must be 'true' or 'empirical', got {self.fisher!r}.")
         if self._ekfac:
@@ -135,6 +137,7 @@ class _KroneckerFamily:
         gamma = g_in + float(self.damping)
         alpha = float(self.learning_rate)
         step = torch.zeros_like(post.mean_t)
+        vFv = 0.0
         W_mean = theta.mean(0)
         for l, st, (A, Dt, Df) in zip(layers, state["layers"], rows):
             if k % int(self.stats_interval) == 0:
@@ -157,7 +160,13 @@ class _KroneckerFamily:
             # V = grad_W log p - gamma_in W (at the sampled weights), preconditioned in the eigenbasis
             V = -layer_grad(A, Dt) - g_in * l.flat_to_mat(W_mean)
             QA, QS = st["QA"], st["QS"]
-            l.mat_to_flat(QA @ ((QA.T @ V @ QS) / self._denominators(st, gamma)) @ QS.T, step)
+            P = QA @ ((QA.T @ V @ QS) / self._denominators(st, gamma)) @ QS.T
+            l.mat_to_flat(P, step)
+            vFv += float((P * V).sum())
+        if self.kl_clip is not None and vFv > 0:
+            # K-FAC's trust region (Ba et al., 2017; the noisy K-FAC code uses 1e-3): rescale
+            # the step so that its predicted change alpha^2 step^T F step stays below kl_clip.
+            step = step * min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))
         mom = float(self.momentum) * state["momentum"] + step
         state["momentum"] = mom
         post.mean_t = post.mean_t + alpha * mom
@@ -204,6 +213,10 @@ _PARAMS_HEAD = """
         papers' Algorithms exactly).
     stats_interval : int, default=1
         Update the Kronecker factors every ``stats_interval`` steps.
+    kl_clip : float or None, default=1e-3
+        K-FAC's trust region: the preconditioned step is shrunk so that
+        ``alpha^2 step^T F step <= kl_clip`` (the value of the noisy K-FAC code).
+        Flat directions of deep networks otherwise get huge steps; None disables it.
     fisher : {'true', 'empirical'}, default='true'
         Curvature of the factors: the Fisher with labels sampled from the model
         (as the papers' code does; one extra backward pass) or the empirical
@@ -332,7 +345,7 @@ class NoisyKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=1e-3, momentum=0.9,
-                 stats_interval=1, fisher="true", inv_interval=1, noise_precision="auto", max_iter=200,
+                 stats_interval=1, kl_clip=1e-3, fisher="true", inv_interval=1, noise_precision="auto", max_iter=200,
                  batch_size="auto", mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
@@ -346,7 +359,7 @@ class NoisyKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=1e-3, momentum=0.9,
-                 stats_interval=1, fisher="true", inv_interval=1, max_iter=200, batch_size="auto",
+                 stats_interval=1, kl_clip=1e-3, fisher="true", inv_interval=1, max_iter=200, batch_size="auto",
                  mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
@@ -361,7 +374,7 @@ class NoisyEKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, scale_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=0.1,
-                 momentum=0.9, stats_interval=1, fisher="true", eig_interval=5, scale_interval=1,
+                 momentum=0.9, stats_interval=1, kl_clip=1e-3, fisher="true", eig_interval=5, scale_interval=1,
                  rescale_reset_interval=50, noise_precision="auto", max_iter=200, batch_size="auto",
                  mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
@@ -377,7 +390,7 @@ class NoisyEKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, scale_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=0.1,
-                 momentum=0.9, stats_interval=1, fisher="true", eig_interval=5, scale_interval=1,
+                 momentum=0.9, stats_interval=1, kl_clip=1e-3, fisher="true", eig_interval=5, scale_interval=1,
                  rescale_reset_interval=50, max_iter=200, batch_size="auto", mc_samples=1,
                  predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",

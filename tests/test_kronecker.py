@@ -230,7 +230,7 @@ def test_mean_step_equals_dense_preconditioned_step(monkeypatch, Est):
 
     monkeypatch.setattr(kfac_mod, "kron_batch", rec)
     X, y = _data()
-    kw = dict(hidden_layer_sizes=(4,), max_iter=1, batch_size=60, momentum=0.0, learning_rate=0.3,
+    kw = dict(hidden_layer_sizes=(4,), max_iter=1, batch_size=60, momentum=0.0, learning_rate=0.3, kl_clip=None,
               damping=0.01, random_state=0)
     if Est is NoisyEKFACClassifier:
         kw.update(eig_interval=100, rescale_reset_interval=None)
@@ -272,3 +272,18 @@ def test_regressors_learn_noise_and_fit():
         reg = Est(hidden_layer_sizes=(20,), max_iter=100, random_state=0).fit(X, y)
         assert reg.score(X, y) > 0.8
         assert 1.0 < reg.noise_precision_ < 1e4
+
+
+def test_kl_clip_bounds_the_predicted_change(monkeypatch):
+    """With kl_clip, alpha^2 step^T F step of the applied step equals min(kl_clip, unclipped)."""
+    X, y = _data()
+    kw = dict(hidden_layer_sizes=(4,), max_iter=1, batch_size=60, momentum=0.0, learning_rate=0.3, random_state=0)
+    free = NoisyKFACClassifier(kl_clip=None, **kw).fit(X, y)
+    clipped = NoisyKFACClassifier(kl_clip=1e-6, **kw).fit(X, y)
+    start = NoisyKFACClassifier(kl_clip=None, **{**kw, "learning_rate": 1e-300}).fit(X, y).posterior_.mean_t
+    d_free = free.posterior_.mean_t - start
+    d_clip = clipped.posterior_.mean_t - start
+    # same direction, shorter step
+    cos = float(d_free @ d_clip / (d_free.norm() * d_clip.norm()))
+    assert cos == pytest.approx(1.0, abs=1e-8)
+    assert d_clip.norm() < d_free.norm()
