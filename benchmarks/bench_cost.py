@@ -18,14 +18,16 @@ Measurements (every configuration runs in its own fresh subprocess):
     generic ``torch.func.vmap(grad)`` path, forced by wrapping the network in a
     custom ``nn.Module``, and a breakdown of the SLANG step into its parts.
 (b) scaling: SLANG step time as D grows 10x and 100x at L = 8 (widening the
-    hidden layers), and as L grows (0..32) at the headline network; log-log slopes.
+    hidden layers: D = 47.7k, 478k, 4.78M; --huge adds 47.8M), and as L grows
+    (0..32) at the headline network; log-log slopes.
 (c) peak memory: ``ru_maxrss`` of a fresh process before the model is built and
     after a few steps (the increase is the model state plus the steps' working
     memory), against the size of the D x M per-example gradient matrix that the
     dense path never forms.
 
-Run:  .venv/bin/python benchmarks/bench_cost.py            (full, ~6 min)
-      .venv/bin/python benchmarks/bench_cost.py --quick    (~1.5 min)
+Run:  .venv/bin/python benchmarks/bench_cost.py            (full, ~6 min on an idle 2-core machine)
+      .venv/bin/python benchmarks/bench_cost.py --quick    (~2.5 min)
+      .venv/bin/python benchmarks/bench_cost.py --huge     (adds D = 47.8M; needs ~10 GB RAM, +3 min or more)
 """
 
 import argparse
@@ -122,6 +124,7 @@ def worker(cfg):
             mc_samples=int(cfg.get("mc", 1)),
             batch_size=bs,
             dtype="float32",
+            init="default",
             random_state=seed,
         )
         # Initialise through the public API: one partial_fit step on one batch.
@@ -315,7 +318,9 @@ def ms(v):
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--quick", action="store_true", help="short run: fewer blocks, no 100x-D point")
+    p.add_argument("--quick", action="store_true", help="short run: fewer blocks, no tuned-malloc columns")
+    p.add_argument("--huge", action="store_true",
+                   help="add the D = 47.8M point (1000x D_base) to the D scan: ~9 GB RAM, minutes per step")
     p.add_argument("--worker", type=str, default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker is not None:
@@ -325,7 +330,7 @@ def main(argv=None):
     import torch
 
     q = a.quick
-    blocks = 3 if q else 7
+    blocks = 3 if q else 5
     H = (400, 400)
     D0 = n_params(H)
     t_start = time.perf_counter()
@@ -344,7 +349,7 @@ def main(argv=None):
     for tuned in (False, True):
         for th in (1, 2):
             r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=200, threads=th, steps=4, blocks=blocks,
-                                partial_fit=2 if q else 4, breakdown=7 if th == 1 and not tuned else 0,
+                                partial_fit=2 if q else 3, breakdown=7 if th == 1 and not tuned else 0,
                                 malloc_tuned=tuned))
             head[(th, tuned)] = r
             label = "dense (nn.Sequential)" + (", tuned malloc" if tuned else "")
@@ -358,7 +363,7 @@ def main(argv=None):
     head[1] = head[(1, False)]
     vm_bs = 200
     for th in (1, 2):
-        r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=vm_bs, threads=th, steps=1, blocks=2 if q else 3,
+        r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=vm_bs, threads=th, steps=1, blocks=1 if q else 2,
                             generic=True, warmup=0))
         head[f"vmap{th}"] = r
         if "error" in r:
@@ -388,62 +393,70 @@ def main(argv=None):
         print(f"| plain Adam step, for scale | {ms(head[1]['plain'])} | |\n")
 
     # (b) scaling in D ---------------------------------------------------------
-    factors = [0.1, 1, 10] + ([] if q else [100])
+    # D_base = D0 / 10, then 10x and 100x that; --huge adds 1000x (D = 47.8M, ~9 GB RSS, minutes per step).
+    factors = [0.1, 1, 10] + ([100] if a.huge else [])
     print("## (b) Scaling\n")
+    print("Load from other processes varies between configurations, so besides the medians the slopes are also "
+          "computed from the fastest block (min) and from the SLANG / plain ratio measured in the same process.\n")
     print("### In D at L = 8, M = 200, 1 thread (hidden widths h of a 784-h-h-10 MLP)\n")
-    print("| h | D | D / D0 | SLANG step (ms) | plain step (ms) | ratio | SLANG step / D (ns) | fresh pages per SLANG step (MB) |")
-    print("|---|---|---|---|---|---|---|---|")
-    Ds, ts_s, ts_p = [], [], []
+    print("| h | D | D / D_base | SLANG step (ms) | SLANG min (ms) | plain step (ms) | ratio | SLANG min / D (ns) | "
+          "fresh pages per SLANG step (MB) | SLANG step, tuned malloc (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    Ds, ts_s, ts_min, ts_p, ratios = [], [], [], [], []
     for f in factors:
         h = 400 if f == 1 else width_for(f * D0)
-        if f == 1 and head[1].get("slang"):
-            r = head[1]
-        else:
-            big = f >= 100
-            r = run_worker(dict(kind="pair", hidden=(h, h), rank=8, batch=200, threads=1,
-                                steps=1 if big else (2 if f >= 10 else 4), blocks=2 if big else (3 if q else 5),
-                                warmup=0 if big else 2))
+        big = f >= 100
+        spec_d = dict(kind="pair", hidden=(h, h), rank=8, batch=200, threads=1,
+                      steps=1 if big else (2 if f >= 10 else 4), blocks=1 if big else (2 if q else 4),
+                      warmup=0 if big else 1)
+        r = head[1] if (f == 1 and head[1].get("slang")) else run_worker(spec_d)
         if "error" in r:
-            print(f"| {h} | - | {f:g} | error: {r['error']} |")
+            print(f"| {h} | - | {10 * f:g} | error: {r['error']} |")
             continue
-        Ds.append(r["D"]); ts_s.append(r["slang"]); ts_p.append(r["plain"])
-        print(f"| {h} | {r['D']:,} | {r['D'] / D0:.2f} | {ms(r['slang'])} | {ms(r['plain'])} | "
-              f"{r['slang'] / r['plain']:.1f}x | {1e9 * r['slang'] / r['D']:.0f} | {r['slang_faults_mb']:.0f} |")
+        tuned = "-"
+        if not q and f >= 1 and not big:
+            rt = head[(1, True)] if f == 1 else run_worker(dict(spec_d, malloc_tuned=True))
+            tuned = ms(rt.get("slang"))
+        Ds.append(r["D"]); ts_s.append(r["slang"]); ts_min.append(r["slang_min"]); ts_p.append(r["plain"])
+        ratios.append(r["slang"] / r["plain"])
+        print(f"| {h} | {r['D']:,} | {r['D'] / (D0 / 10):.1f} | {ms(r['slang'])} | {ms(r['slang_min'])} | "
+              f"{ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | {1e9 * r['slang_min'] / r['D']:.0f} | "
+              f"{r['slang_faults_mb']:.0f} | {tuned} |")
     if len(Ds) >= 2:
-        big = [i for i, D in enumerate(Ds) if D >= D0]
-        print(f"\nlog-log slope of SLANG step time vs D: {slope(Ds, ts_s):.2f} over all points"
-              + (f", {slope([Ds[i] for i in big], [ts_s[i] for i in big]):.2f} for D >= D0" if len(big) >= 2 else "")
-              + f" (plain step: {slope(Ds, ts_p):.2f}); 1.0 = linear in D.\n")
+        print(f"\nlog-log slope of SLANG step time vs D: {slope(Ds, ts_s):.2f} (medians), {slope(Ds, ts_min):.2f} "
+              f"(min blocks); plain step: {slope(Ds, ts_p):.2f}; slope of the SLANG / plain ratio: "
+              f"{slope(Ds, ratios):+.2f}. 1.0 = linear in D; the plain step is itself linear in D, so a ratio slope "
+              "near 0 means SLANG scales like plain training.\n")
 
     print("### In L at the headline network (D = 478,410), M = 200, 1 thread\n")
-    print("| L | SLANG step (ms) | plain step (ms) | ratio | fresh pages per SLANG step (MB) | SLANG step, tuned malloc (ms) | ratio, tuned malloc |")
-    print("|---|---|---|---|---|---|---|")
+    print("| L | SLANG step (ms) | SLANG min (ms) | plain step (ms) | ratio | fresh pages per SLANG step (MB) | "
+          "SLANG step, tuned malloc (ms) | ratio, tuned malloc |")
+    print("|---|---|---|---|---|---|---|---|")
     Ls = [0, 1, 2, 4, 8, 16, 32]
-    Lt = {}
+    Lt, Lr = {}, {}
     for L in Ls:
-        if L == 8 and head[1].get("slang"):
-            r = head[1]
-        else:
-            r = run_worker(dict(kind="pair", hidden=H, rank=L, batch=200, threads=1, steps=3,
-                                blocks=3 if q else 5))
+        spec_l = dict(kind="pair", hidden=H, rank=L, batch=200, threads=1, steps=2, blocks=2 if q else 4, warmup=1)
+        r = head[1] if (L == 8 and head[1].get("slang")) else run_worker(spec_l)
         if "error" in r:
             print(f"| {L} | error: {r['error']} |")
             continue
-        Lt[L] = r["slang"]
+        Lt[L], Lr[L] = r["slang_min"], r["slang"] / r["plain"]
         tuned = "- | -"
-        if not q:
-            rt = head[(1, True)] if L == 8 else run_worker(dict(kind="pair", hidden=H, rank=L, batch=200, threads=1,
-                                                                   steps=3, blocks=5, malloc_tuned=True))
+        if not q and L >= 8:
+            rt = head[(1, True)] if L == 8 else run_worker(dict(spec_l, malloc_tuned=True))
             if "error" not in rt:
                 tuned = f"{ms(rt['slang'])} | {rt['slang'] / rt['plain']:.1f}x"
-        print(f"| {L} | {ms(r['slang'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
+        print(f"| {L} | {ms(r['slang'])} | {ms(r['slang_min'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
               f"{r['slang_faults_mb']:.0f} | {tuned} |")
     pos = [L for L in Lt if L >= 4]
     if len(pos) >= 2:
-        print(f"\nlog-log slope of step time vs L for L >= 4: {slope(pos, [Lt[L] for L in pos]):.2f}; "
-              f"increment per unit of L for L >= 4: "
-              f"{1e3 * np.polyfit(pos, [Lt[L] for L in pos], 1)[0]:.2f} ms (theory: O(D L M + D L^2) work on top of "
-              "an L-independent forward/backward, so the time is affine in L while M >> L).\n")
+        inc = np.polyfit(pos, [Lt[L] for L in pos], 1)[0]
+        inc_r = np.polyfit(pos, [Lr[L] for L in pos], 1)[0]
+        print(f"\nFor L >= 4: log-log slope of the step time (min blocks) vs L {slope(pos, [Lt[L] for L in pos]):.2f}, "
+              f"of the SLANG / plain ratio {slope(pos, [Lr[L] for L in pos]):.2f}; each extra unit of L costs "
+              f"{1e3 * inc:.1f} ms = {inc_r:.2f} plain steps. Theory: the precision update does 4 M D L flops "
+              "(G U and G^T V) against 6 M D for a plain step, i.e. 2/3 of a plain step per unit of L at equal "
+              "flop rates, on top of an L-independent forward/backward: the time is affine in L while M >> L.\n")
 
     # (c) memory ---------------------------------------------------------------
     print("## (c) Peak memory (ru_maxrss of a fresh process, 1 thread, M = 200)\n")

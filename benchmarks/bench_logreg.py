@@ -341,6 +341,7 @@ def run_split(split, args):
         name = "SLANG L=0 (MF VOGN)" if r_eff == 0 else ("SLANG L=D (full VOGN)" if r_eff >= D else f"SLANG L={r_eff}")
         clf = SLANGClassifier(
             hidden_layer_sizes=(),
+            init="default",  # the paper's start: prior-scaled precision, PyTorch's default mean
             rank=r_eff,
             prior_precision=lam,
             learning_rate=0.05,
