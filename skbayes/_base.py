@@ -229,7 +229,7 @@ class BaseBayesianNetwork(BaseEstimator):
                 try:
                     with torch.no_grad():
                         data_term += self._step(Xt_t[idx], yt_t[idx], N, gen, spec)
-                except torch.linalg.LinAlgError:  # a non-finite precision reached a factorisation
+                except (torch.linalg.LinAlgError, FloatingPointError):  # non-finite values mid-step
                     bad = True
                     break
                 n_steps += 1

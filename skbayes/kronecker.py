@@ -99,14 +99,20 @@ def kron_layers(module, layout):
         own = [p for p in mod.parameters(recurse=False)]
         if not own:
             continue
-        if isinstance(mod, nn.Linear) or (isinstance(mod, nn.Conv2d) and mod.groups == 1 and mod.padding_mode == "zeros"):
+        if isinstance(mod, nn.Linear) or (
+            isinstance(mod, nn.Conv2d)
+            and mod.groups == 1
+            and mod.padding_mode == "zeros"
+            and not isinstance(mod.padding, str)
+        ):
             prefix = f"{name}." if name else ""
             b_off = pos[prefix + "bias"] if mod.bias is not None else None
             layers.append(KronLayer(name, mod, pos[prefix + "weight"], b_off))
         else:
             raise UnsupportedLayerError(
                 f"Layer {name or '<root>'!r} ({type(mod).__name__}) has parameters but is not an nn.Linear or "
-                "an nn.Conv2d (groups=1, zero padding): the Kronecker-factored posteriors cannot represent it. "
+                "an nn.Conv2d (groups=1, zero padding given as integers, not 'same'/'valid'): the "
+                "Kronecker-factored posteriors cannot represent it. "
                 "Use SLANG for such modules, or make the layer parameter-free."
             )
     covered = sum(l.p * l.n for l in layers)

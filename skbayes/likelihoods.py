@@ -12,6 +12,11 @@ from scipy.special import digamma, gammaln
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
+def _check_finite(f):
+    if not bool(torch.isfinite(f).all()):
+        raise FloatingPointError("non-finite network outputs")
+
+
 class Gaussian:
     """Gaussian likelihood ``N(y | f, 1/tau)`` on standardised targets.
 
@@ -45,6 +50,7 @@ class Bernoulli:
         return torch.nn.functional.softplus(z) - y * z
 
     def sample(self, f, generator=None):
+        _check_finite(f)
         return torch.bernoulli(torch.sigmoid(f[..., 0]), generator=generator)
 
 
@@ -59,6 +65,7 @@ class Categorical:
         return torch.logsumexp(f, -1) - f.gather(-1, idx)[..., 0]
 
     def sample(self, f, generator=None):
+        _check_finite(f)
         p = torch.softmax(f, -1).reshape(-1, f.shape[-1])
         return torch.multinomial(p, 1, generator=generator).reshape(f.shape[:-1])
 

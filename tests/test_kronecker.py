@@ -287,3 +287,26 @@ def test_kl_clip_bounds_the_predicted_change(monkeypatch):
     cos = float(d_free @ d_clip / (d_free.norm() * d_clip.norm()))
     assert cos == pytest.approx(1.0, abs=1e-8)
     assert d_clip.norm() < d_free.norm()
+
+
+def test_string_padding_conv_is_reported_as_unsupported():
+    def module(n_in, n_out):
+        return nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 2, 3, padding="same"), nn.Flatten(),
+                             nn.Linear(8, n_out))
+
+    X, y = _data(d=4)
+    with pytest.raises(UnsupportedLayerError, match="Conv2d"):
+        NoisyKFACClassifier(module=module, max_iter=1).fit(X, y)
+
+
+def test_non_finite_outputs_in_the_label_sampler_are_reported_as_divergence():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X = X[:200] / 16.0
+    est = NoisyEKFACClassifier(hidden_layer_sizes=(8,), learning_rate=1e3, kl_clip=None, momentum=0.0, max_iter=5,
+                               dtype="float32", random_state=0)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        est.fit(X * 1e18, y[:200])
+    assert any("diverged" in str(x.message) for x in w)
