@@ -146,7 +146,17 @@ class BaseBayesianNetwork(BaseEstimator):
         self.n_iter_ = 0
         self.loss_curve_ = []
         self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
-        self._rng_state = torch.Generator().manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
+        self._rng_state = torch.Generator(device=self._device).manual_seed(
+            int(rng.randint(np.iinfo(np.int32).max))
+        ).get_state()  # a device generator's state (CUDA states differ in size from CPU ones)
+
+    #: Posterior means beyond this magnitude count as divergence (the targets are
+    #: standardised, so no sensible network needs weights anywhere near it).
+    _MAX_ABS_WEIGHT = 1e8
+
+    def _healthy(self):
+        post = self.posterior_
+        return post.is_finite() and float(post.mean_t.abs().max()) < self._MAX_ABS_WEIGHT
 
     def _divergence_hint(self):
         """Extra hyper-parameters named in the divergence warning."""
@@ -233,14 +243,14 @@ class BaseBayesianNetwork(BaseEstimator):
                     bad = True
                     break
                 n_steps += 1
-                if not math.isfinite(data_term) or not self.posterior_.is_finite():
+                if not math.isfinite(data_term) or not self._healthy():
                     bad = True
                     break
             if bad:
                 self._restore(snap)
                 self._diverged = True
                 warnings.warn(
-                    f"{type(self).__name__} diverged (non-finite values) in epoch {self.n_iter_ + 1}: "
+                    f"{type(self).__name__} diverged (non-finite values or weights beyond 1e8) in epoch {self.n_iter_ + 1}: "
                     f"training stopped and the posterior reverted to the end of epoch {self.n_iter_}. "
                     f"The learning rate is likely too large (learning_rate={self.learning_rate}"
                     f"{self._divergence_hint()}) or the "
