@@ -295,6 +295,8 @@ def run_worker(cfg):
     env["MKL_NUM_THREADS"] = str(cfg["threads"])
     if cfg.get("malloc_tuned"):
         env.update(MALLOC_TUNED)
+    if cfg.get("omp_passive"):
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)],
                        capture_output=True, text=True, env=env)
     if p.returncode != 0:
@@ -346,36 +348,39 @@ def main(argv=None):
     print("| threads | path | SLANG step (ms) | plain Adam step (ms) | ratio | SLANG min (ms) | plain min (ms) | ratio of mins | partial_fit per step (ms) | partial_fit ratio | fresh pages per SLANG step (MB) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     head = {}
-    for tuned in (False, True):
-        for th in (1, 2):
-            r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=200, threads=th, steps=4, blocks=blocks,
-                                partial_fit=2 if q else 3, breakdown=7 if th == 1 and not tuned else 0,
-                                malloc_tuned=tuned))
-            head[(th, tuned)] = r
-            label = "dense (nn.Sequential)" + (", tuned malloc" if tuned else "")
-            if "error" in r:
-                print(f"| {th} | {label} | error: {r['error']} |")
-                continue
-            pf = r.get("partial_fit")
-            print(f"| {th} | {label} | {ms(r['slang'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
-                  f"{ms(r['slang_min'])} | {ms(r['plain_min'])} | {r['slang_min'] / r['plain_min']:.1f}x | {ms(pf)} | "
-                  f"{pf / r['plain']:.1f}x | {r['slang_faults_mb']:.0f} |")
+    # (threads, tuned malloc, OMP_WAIT_POLICY=PASSIVE)
+    for th, tuned, passive in ((1, False, False), (2, False, False), (2, False, True),
+                               (1, True, False), (2, True, True)):
+        r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=200, threads=th, steps=4, blocks=blocks,
+                            partial_fit=2 if q else 3, breakdown=7 if th == 1 and not tuned else 0,
+                            malloc_tuned=tuned, omp_passive=passive))
+        head[(th, tuned)] = r
+        label = "dense (nn.Sequential)" + (", tuned malloc" if tuned else "") + (", OMP passive" if passive else "")
+        if "error" in r:
+            print(f"| {th} | {label} | error: {r['error']} |")
+            continue
+        pf = r.get("partial_fit")
+        print(f"| {th} | {label} | {ms(r['slang'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
+              f"{ms(r['slang_min'])} | {ms(r['plain_min'])} | {r['slang_min'] / r['plain_min']:.1f}x | {ms(pf)} | "
+              f"{pf / r['plain']:.1f}x | {r['slang_faults_mb']:.0f} |")
     head[1] = head[(1, False)]
     vm_bs = 200
     for th in (1, 2):
         r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=vm_bs, threads=th, steps=1, blocks=1 if q else 2,
-                            generic=True, warmup=0))
+                            generic=True, warmup=0, omp_passive=th > 1))
         head[f"vmap{th}"] = r
         if "error" in r:
             print(f"| {th} | vmap | error: {r['error']} |")
             continue
-        print(f"| {th} | generic vmap(grad) (custom Module) | {ms(r['slang'])} | {ms(r['plain'])} | "
+        print(f"| {th} | generic vmap(grad) (custom Module){', OMP passive' if th > 1 else ''} | {ms(r['slang'])} | {ms(r['plain'])} | "
               f"{r['slang'] / r['plain']:.1f}x | {ms(r['slang_min'])} | {ms(r['plain_min'])} | "
               f"{r['slang_min'] / r['plain_min']:.1f}x | - | - | {r['slang_faults_mb']:.0f} |")
     print("\nratio = SLANG step / plain step (target <= 10x). 'partial_fit per step' is the public path: wall time "
           "of a partial_fit epoch (10 steps) / steps, including the fit loop's per-step checks. 'tuned malloc' runs "
           "the same process with " + " ".join(f"{k}={v}" for k, v in MALLOC_TUNED.items()) + " (glibc keeps freed "
-          "memory instead of unmapping it); 'fresh pages' = minor page faults per SLANG step x page size.\n")
+          "memory instead of unmapping it); 'OMP passive' sets OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep "
+          "instead of spinning, which matters when the cores are shared with other processes); 'fresh pages' = minor "
+          "page faults per SLANG step x page size.\n")
 
     bd = head[1].get("breakdown")
     if bd:
