@@ -156,7 +156,7 @@ class BaseBayesianNetwork(BaseEstimator):
 
     def _healthy(self):
         post = self.posterior_
-        return post.is_finite() and float(post.mean_t.abs().max()) < self._MAX_ABS_WEIGHT
+        return post.is_finite() and float(torch.linalg.vector_norm(post.mean_t, float("inf"))) < self._MAX_ABS_WEIGHT
 
     def _divergence_hint(self):
         """Extra hyper-parameters named in the divergence warning."""

@@ -59,7 +59,8 @@ class _SLANGFamily:
         theta = post.sample_t(S, generator=gen)
         curv, nll, f = self._curvature(theta, Xb, yb, spec)
         scale = N / (M * S)
-        U, d = slang_precision_update(post.U_t, post.d_t, curv, scale, beta, lam, self.rank)
+        cache = self._opt_state.setdefault("cache", {})
+        U, d = slang_precision_update(post.U_t, post.d_t, curv, scale, beta, lam, self.rank, cache=cache)
         # momentum: bias-corrected moving average of the likelihood gradient
         gamma = float(self.momentum)
         mom = gamma * self._opt_state["momentum"] + (1.0 - gamma) * (scale * curv.grad_sum())

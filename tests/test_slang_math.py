@@ -212,3 +212,19 @@ def test_sampled_weights_are_mean_plus_noise(monkeypatch):
     z = Xt @ c["theta"][0, :-1] + c["theta"][0, -1]
     f = DenseSpec(est.module_, est._layout).forward(c["theta"][:1], Xt)[0, :, 0]
     torch.testing.assert_close(f, z, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("n", [3, 40])
+def test_cached_factor_statistics_give_the_same_update(n):
+    """The cache of diag(U U^T) and U^T U carried between steps changes nothing."""
+    D, L = 25, 4
+    Gs = _grad_sequence(D, n, 5, seed=7)
+    U1 = U2 = torch.zeros(L, D, dtype=DT).T
+    d1 = d2 = torch.full((D,), 2.0, dtype=DT)
+    cache = {}
+    for G in Gs:
+        U1, d1 = slang_precision_update(U1, d1, GenericCurvature(G), 3.0, 0.2, 0.7, L)
+        U2, d2 = slang_precision_update(U2, d2, GenericCurvature(G), 3.0, 0.2, 0.7, L, cache=cache)
+        torch.testing.assert_close(U2 @ U2.T, U1 @ U1.T, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(d2, d1, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(cache["gram"], U2.T @ U2, rtol=1e-9, atol=1e-9)

@@ -95,7 +95,7 @@ class LowRankGaussian(PosteriorMixin):
         return (self.mean_t, self._U, self._d)
 
 
-def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
+def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache=None):
     """One SLANG precision step (Algorithm 1, lines 7-11; App. D).
 
     The exact target is ``(1 - beta) (U U^T + diag d) + beta (scale * G^T G + lam I)``
@@ -126,6 +126,10 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
     prior_precision : float
     rank : int
         Target rank ``L`` (capped at ``D``).
+    cache : dict, optional
+        ``{"row_sq": diag(U U^T), "gram": U^T U}`` of the incoming ``U`` if known
+        (the previous update returns them: its Gram is diagonal, the eigenvalues);
+        saves two passes over ``U``. Filled in place with the new ``U``'s values.
 
     Returns
     -------
@@ -138,7 +142,9 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
     L = min(int(rank), D)
     a = math.sqrt(1.0 - beta)
     b = math.sqrt(beta * scale)
-    diag_W = (1.0 - beta) * _row_sq(U) + (beta * scale) * curv.sq_sum()
+    old = cache if cache is not None and cache.get("row_sq") is not None else {}
+    u_sq = old.get("row_sq")
+    diag_W = (1.0 - beta) * (_row_sq(U) if u_sq is None else u_sq) + (beta * scale) * curv.sq_sum()
     if L == 0:
         U_new = U.new_zeros(D, 0)
         d_new = (1.0 - beta) * d + beta * prior_precision + diag_W
@@ -152,7 +158,7 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
     else:
         GU = curv.project(U)  # (n, L_old)
         K = U.new_empty(m, m)
-        K[:L_old, :L_old] = (a * a) * (U.T @ U)
+        K[:L_old, :L_old] = (a * a) * (U.T @ U if old.get("gram") is None else old["gram"])
         K[:L_old, L_old:] = (a * b) * GU.T
         K[L_old:, :L_old] = (a * b) * GU
         K[L_old:, L_old:] = (b * b) * curv.gram()
@@ -162,8 +168,13 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank):
         if L_old:
             Ut_new.addmm_(V[:L_old].T, U.T, alpha=a)
         U_new = Ut_new.T
-    corr = (diag_W - _row_sq(U_new)).clamp_min_(0.0)
+    new_sq = _row_sq(U_new)
+    corr = (diag_W - new_sq).clamp_min_(0.0)
     d_new = (1.0 - beta) * d + beta * prior_precision + corr
+    if cache is not None:
+        cache["row_sq"] = new_sq
+        # U_new = W V_L with orthonormal V_L, so U_new^T U_new = diag(lam) exactly
+        cache["gram"] = torch.diag(lam) if D > m else U_new.T @ U_new
     return U_new, d_new
 
 
