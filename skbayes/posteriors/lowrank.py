@@ -164,7 +164,7 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
         K[L_old:, L_old:] = (b * b) * curv.gram()
         lam, V = linalg.top_eig_from_gram(K, L)
         # U_new^T = a V_U^T U^T + b (G^T V_G)^T, built in the (L, D) layout
-        Ut_new = curv.combine(V[L_old:]).T.mul_(b)
+        Ut_new = curv.combine(b * V[L_old:]).T  # scale the small V, not the D x L result
         if L_old:
             Ut_new.addmm_(V[:L_old].T, U.T, alpha=a)
         U_new = Ut_new.T
