@@ -297,6 +297,10 @@ _ATTRS = """
     loss_curve_ : list of float
         Negative ELBO per epoch per training example
         (``E_q[-log p] + kl_weight * KL``).
+    validation_scores_ : list of float
+        Validation log-likelihood per epoch (only with ``early_stopping``).
+    best_validation_score_ : float
+        Best validation score (only with ``early_stopping``).
     module_ : torch.nn.Module
         The network, holding the posterior mean.
     posterior_ : KroneckerGaussian
