@@ -33,9 +33,8 @@ def _torch_dtype(dtype):
     return _DTYPES[key]
 
 
-def _check_number(name, value, low=None, high=None, low_open=False, integer=False, allow=()):
-    if value in allow if not isinstance(value, (np.ndarray, torch.Tensor)) else False:
-        return
+def _check_number(name, value, low=None, high=None, low_open=False, integer=False):
+    """Raise a ValueError naming ``name`` unless ``value`` is a number in the given range."""
     kind = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, kind):
         raise ValueError(f"{name} must be {'an int' if integer else 'a number'}, got {value!r}.")
