@@ -137,10 +137,10 @@ class BaseBayesianNetwork(BaseEstimator):
         gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         Xt, yt = self._tensor(X), self._target_tensor(y_enc)
         with torch.no_grad():
-            mean, var = initial_moments(self, Xt, yt, gen, self._prior_precision())
+            mean, var, noise_variance = initial_moments(self, Xt, yt, gen, self._prior_precision())
         self._layout.load_into(net, mean)
         self._init_posterior(mean, X.shape[0], var)
-        self._after_init(X.shape[0])
+        self._after_init(X.shape[0], noise_variance)
         self.t_ = 0
         self.n_iter_ = 0
         self.loss_curve_ = []
@@ -183,8 +183,9 @@ class BaseBayesianNetwork(BaseEstimator):
     def _finalize(self):
         """Hook run at the end of every fit / partial_fit."""
 
-    def _after_init(self, n_train):
-        """Hook run once the initial posterior is set."""
+    def _after_init(self, n_train, noise_variance=None):
+        """Hook run once the initial posterior is set (``noise_variance``: the initialiser's
+        estimate of the observation noise on the standardised scale, if it made one)."""
 
     def _extra_kl(self):
         return 0.0

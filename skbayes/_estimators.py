@@ -54,11 +54,11 @@ class BayesianRegressorBase(RegressorMixin, BaseBayesianNetwork):
     def _extra_kl(self):
         return self._noise.kl()
 
-    def _after_init(self, n_train):
+    def _after_init(self, n_train, noise_variance=None):
         # i-BLM estimated the noise variance of the output layer's regression by
         # evidence maximisation on a minibatch of B rows: start q(tau) at the
         # posterior that B observations with that variance would give.
-        v = self.__dict__.pop("_iblm_noise_variance", None)
+        v = noise_variance
         if v is not None and self._noise.learn:
             B = min(int(self.iblm_batch_size), n_train)
             self._noise.a = self._noise.a0 + 0.5 * B

@@ -102,7 +102,8 @@ def iblm(est, X, y_enc, gen, prior_precision):
     With mean propagation the initial mean network is exactly the stack of
     regressions.
 
-    Returns ``(mean, variance)`` flat tensors.
+    Returns ``(mean, variance, noise_variance)``: flat tensors, and for regression the
+    output layer's evidence-maximising noise variance (None for classification).
     """
     module, layout = est.module_, est._layout
     layers = _ordered_layers(module, layout, X)
@@ -148,7 +149,6 @@ def iblm(est, X, y_enc, gen, prior_precision):
             Vg = None if Vt is None else Vt[rows].reshape(len(gs), B, K).repeat_interleave(T, 1)
             if v_layer is None and Vt is None:
                 v_layer = best_noise_variance(Xg[0], Yg[0, :, 0], prior_precision)
-                est._iblm_noise_variance = v_layer
             units = list(range(gs[0] * K, min((gs[-1] + 1) * K, layer.p)))
             gi = torch.tensor([j // K - gs[0] for j in units], device=X.device)
             ci = torch.tensor([j % K for j in units], device=X.device)
@@ -160,7 +160,8 @@ def iblm(est, X, y_enc, gen, prior_precision):
             Pd[:, units[0] : units[-1] + 1] = pd.T
         layer.mat_to_flat(W, mean)
         layer.mat_to_flat(1.0 / Pd, var)
-    return mean, var
+    # the output layer's evidence-maximising noise variance (regression only)
+    return mean, var, v_layer
 
 
 def simple_init(est, kind, X, gen, prior_precision):
@@ -196,13 +197,18 @@ def simple_init(est, kind, X, gen, prior_precision):
 
 
 def initial_moments(est, X, y_enc, gen, prior_precision):
-    """``(mean, variance)`` of the initial posterior for ``est.init``; variance None for 'default'."""
+    """``(mean, variance, noise_variance)`` of the initial posterior for ``est.init``.
+
+    ``variance`` is None for 'default'; ``noise_variance`` (regression with i-BLM only) is the
+    output layer's estimate of the observation noise, otherwise None.
+    """
     kind = est.init
     if kind == "default":
-        return est._layout.flatten_module(est.module_).clone(), None
+        return est._layout.flatten_module(est.module_).clone(), None, None
+    noise_variance = None
     try:
         if kind == "iblm":
-            mean, var = iblm(est, X, y_enc, gen, prior_precision)
+            mean, var, noise_variance = iblm(est, X, y_enc, gen, prior_precision)
         else:
             mean, var = simple_init(est, kind, X, gen, prior_precision)
     except torch.linalg.LinAlgError as exc:
@@ -217,10 +223,10 @@ def initial_moments(est, X, y_enc, gen, prior_precision):
             f"falling back to init='default' ({exc})",
             UserWarning,
         )
-        return est._layout.flatten_module(est.module_).clone(), None
+        return est._layout.flatten_module(est.module_).clone(), None, None
     if not (torch.isfinite(mean).all() and torch.isfinite(var).all() and (var > 0).all()):
         raise ValueError(
             f"init={kind!r} produced non-finite weights (badly scaled inputs?); standardise X or use "
             "init='default'."
         )
-    return mean, var
+    return mean, var, noise_variance
