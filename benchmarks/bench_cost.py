@@ -39,6 +39,8 @@ import subprocess
 import sys
 import time
 
+from _common import library_version  # benchmarks/ is on sys.path when run as a script
+
 import numpy as np
 
 N_ROWS, N_IN, N_CLASSES = 2000, 784, 10
@@ -46,21 +48,6 @@ N_ROWS, N_IN, N_CLASSES = 2000, 784, 10
 # blocks (> 32 MB, or above the dynamic mmap threshold) to the kernel, so that a fresh
 # D x L temporary does not page-fault on every step.
 MALLOC_TUNED = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**36)}
-
-
-def library_version():
-    """skbayes commit (and whether skbayes/ has uncommitted changes), for the record."""
-    import subprocess
-
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                             text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "skbayes"], cwd=root, capture_output=True,
-                               text=True).stdout.strip()
-        return f"skbayes at commit {rev}" + (" (+ uncommitted changes in skbayes/)" if dirty else "")
-    except OSError:
-        return "skbayes (commit unknown)"
 
 
 def n_params(hidden):

@@ -35,6 +35,8 @@ import sys
 import time
 import warnings
 
+from _common import library_version  # benchmarks/ is on sys.path when run as a script
+
 import numpy as np
 
 PAPER = {  # SLANG paper, Table 1 / Tables 6-7, Breast Cancer (LIBSVM breast-cancer-scale, D = 10)
@@ -47,21 +49,6 @@ PAPER = {  # SLANG paper, Table 1 / Tables 6-7, Breast Cancer (LIBSVM breast-can
     "SLANG L=D (full VOGN)": (0.111, 0.092, 0.637),  # the paper's "Full-Gaussian EF" (stochastic run)
     "Full Exact": (0.109, 0.091, 0.000),
 }
-
-
-def library_version():
-    """skbayes commit (and whether skbayes/ has uncommitted changes), for the record."""
-    import subprocess
-
-    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
-    try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
-                             text=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "skbayes"], cwd=root, capture_output=True,
-                               text=True).stdout.strip()
-        return f"skbayes at commit {rev}" + (" (+ uncommitted changes in skbayes/)" if dirty else "")
-    except OSError:
-        return "skbayes (commit unknown)"
 
 
 def parse_args(argv=None):
