@@ -9,6 +9,7 @@ the per-example gradients ``g_i`` of the negative log-likelihood, one row per
 - ``gram()``      ``G G^T``                          (n, n)
 - ``project(U)``  ``G U``                            (n, L)
 - ``combine(V)``  ``G^T V``                          (D, k)
+- ``combine_into_(V, out, beta)``  ``out <- beta out + (G^T V)^T``  in place, ``out`` (k, D)
 - ``dense()``     ``G`` itself                        (n, D)  (small problems only)
 
 :class:`GenericCurvature` holds ``G`` explicitly (``torch.func.vmap(grad)``,
@@ -44,6 +45,9 @@ class GenericCurvature:
 
     def combine(self, V):
         return self.G.T @ V
+
+    def combine_into_(self, V, out, beta=1.0):
+        return out.addmm_(V.T, self.G, beta=beta)
 
     def dense(self):
         return self.G
@@ -108,22 +112,33 @@ class DenseCurvature:
         for A, Dl, w_off, o, i, b_off in self.layers:
             # (G_l U_l)[n, k] = sum_{o,i} Delta[n, o] U_k[o, i] A[n, i]
             T = torch.matmul(Ut[:, w_off : w_off + o * i].reshape(L, o, i), A.T)  # (L, o, n)
-            out += (T * Dl.T[None]).sum(1)
+            DlT = Dl.T.contiguous()  # (o, n): the product below then runs on contiguous memory
+            out += (T * DlT).sum(1)
             if b_off is not None:
-                out += Ut[:, b_off : b_off + o] @ Dl.T
+                out.addmm_(Ut[:, b_off : b_off + o], DlT)
         return out.T
 
     def combine(self, V):
         # Returns a (D, k) view of a contiguous (k, D) tensor (see project).
+        out = torch.empty(V.shape[1], self.D, dtype=self._dtype, device=self._device)
+        return self.combine_into_(V, out, beta=0.0).T
+
+    def combine_into_(self, V, out, beta=1.0):
+        """``out <- beta * out + (G^T V)^T`` in place, for ``out`` a contiguous ``(k, D)`` tensor.
+
+        Each layer block of ``out`` is a strided ``(k, out, in)`` view that one
+        batched GEMM writes into: no ``D x k`` temporary is formed. With
+        ``beta=0`` the old contents of ``out`` are ignored (may be uninitialised).
+        """
         k = V.shape[1]
-        out = self._zeros(k, self.D)
+        Vt = V.T
         for A, Dl, w_off, o, i, b_off in self.layers:
             # (G_l^T V)[(o, i), k] = sum_n Delta[n, o] V[n, k] A[n, i]
-            DV = Dl.T[None] * V.T[:, None, :]  # (k, o, n)
-            out[:, w_off : w_off + o * i] = torch.matmul(DV, A).reshape(k, o * i)
+            DV = Dl.T[None] * Vt[:, None, :]  # (k, o, n)
+            out[:, w_off : w_off + o * i].unflatten(1, (o, i)).baddbmm_(DV, A.expand(k, *A.shape), beta=beta)
             if b_off is not None:
-                out[:, b_off : b_off + o] = V.T @ Dl
-        return out.T
+                out[:, b_off : b_off + o].addmm_(Vt, Dl, beta=beta)
+        return out
 
     def dense(self):
         G = self._zeros(self.n, self.D)

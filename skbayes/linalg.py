@@ -66,7 +66,7 @@ def woodbury_solve(U, d, x, chol=None):
         if chol is None:
             chol = capacitance_cholesky(U, d)
         w = torch.cholesky_solve(U.T @ dX, chol)
-        z = dX - (U @ w) / d[:, None]
+        z = (U @ w).div_(d[:, None]).neg_().add_(dX)
     return z[:, 0] if vec else z
 
 
@@ -146,7 +146,8 @@ def lowrank_sample(mean, U, d, n_samples, generator=None, eps=None, M=None):
     if M is None:
         M = sqrt_inv_coeffs(scaled_gram(U, d))
     c = ((eps * rs) @ U) @ M  # (S, L) = eps V M
-    return mean[None, :] + (eps + (c @ U.T) * rs) * rs
+    out = c @ U.T  # (S, D), then in place: mean + (eps + out * rs) * rs
+    return out.mul_(rs).add_(eps).mul_(rs).add_(mean)
 
 
 def top_eig_psd(P, k):
@@ -154,9 +155,10 @@ def top_eig_psd(P, k):
 
     Returns ``(evals, evecs)`` in descending order, eigenvalues clamped at 0.
     """
+    m = P.shape[0]
+    k = min(k, m)
     evals, evecs = torch.linalg.eigh(P)
-    k = min(k, P.shape[0])
-    idx = torch.arange(P.shape[0] - 1, P.shape[0] - 1 - k, -1, device=P.device)
+    idx = torch.arange(m - 1, m - 1 - k, -1, device=P.device)
     return evals[idx].clamp_min(0.0), evecs[:, idx]
 
 

@@ -60,14 +60,17 @@ class _SLANGFamily:
         curv, nll, f = self._curvature(theta, Xb, yb, spec)
         scale = N / (M * S)
         cache = self._opt_state.setdefault("cache", {})
-        U, d = slang_precision_update(post.U_t, post.d_t, curv, scale, beta, lam, self.rank, cache=cache)
+        L = min(int(self.rank), post.n_params)
+        U, d = slang_precision_update(
+            post.U_t, post.d_t, curv, scale, beta, lam, self.rank, cache=cache, out=post.spare_factor(L)
+        )
         # momentum: bias-corrected moving average of the likelihood gradient
         gamma = float(self.momentum)
-        mom = gamma * self._opt_state["momentum"] + (1.0 - gamma) * (scale * curv.grad_sum())
-        self._opt_state["momentum"] = mom
-        m_hat = mom / (1.0 - gamma ** (t + 1))
-        post.set_factors(U, d)
-        post.mean_t = post.mean_t - alpha * post.solve_t(m_hat + lam * post.mean_t)
+        mom = self._opt_state["momentum"]
+        mom.mul_(gamma).add_(curv.grad_sum(), alpha=(1.0 - gamma) * scale)
+        post.set_factors(U, d, scaled_gram=cache.pop("scaled_gram", None))
+        rhs = torch.add(mom, post.mean_t, alpha=lam * (1.0 - gamma ** (t + 1)))  # (1 - gamma^(t+1)) (m_hat + lam mu)
+        post.mean_t = torch.sub(post.mean_t, post.solve_t(rhs), alpha=alpha / (1.0 - gamma ** (t + 1)))
         self._after_step(f, yb, scale, N, beta)
         self.t_ = t + 1
         return float(scale * nll.sum())

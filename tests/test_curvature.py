@@ -73,6 +73,11 @@ def test_dense_path_equals_loop_and_vmap(kind, bias_free):
         torch.testing.assert_close(c.gram(), G_ref @ G_ref.T, **tol)
         torch.testing.assert_close(c.project(U), G_ref @ U, **tol)
         torch.testing.assert_close(c.combine(V), G_ref.T @ V, **tol)
+        # in place: beta=0 ignores whatever the buffer held (NaN included), beta=1 accumulates
+        out = torch.full((V.shape[1], layout.size), float("nan"), dtype=DT)
+        torch.testing.assert_close(c.combine_into_(V, out, beta=0.0), (G_ref.T @ V).T, **tol)
+        c.combine_into_(V, out, beta=1.0)
+        torch.testing.assert_close(out, 2 * (G_ref.T @ V).T, **tol)
 
 
 def test_empirical_fisher_equals_loop_of_outer_products():

@@ -228,3 +228,48 @@ def test_cached_factor_statistics_give_the_same_update(n):
         torch.testing.assert_close(U2 @ U2.T, U1 @ U1.T, rtol=1e-10, atol=1e-10)
         torch.testing.assert_close(d2, d1, rtol=1e-10, atol=1e-10)
         torch.testing.assert_close(cache["gram"], U2.T @ U2, rtol=1e-9, atol=1e-9)
+
+
+@pytest.mark.parametrize("n", [3, 40])
+def test_chunked_pass_buffer_and_scaled_gram(monkeypatch, n):
+    """The fused chunked pass (several chunks), a caller-supplied output buffer and the
+    returned U^T diag(d)^-1 U agree with an unchunked update and with dense formulas."""
+    import skbayes.posteriors.lowrank as lr
+
+    D, L = 25, 4
+    Gs = _grad_sequence(D, n, 4, seed=11)
+    U1 = U2 = torch.zeros(L, D, dtype=DT).T
+    d1 = d2 = torch.full((D,), 2.0, dtype=DT)
+    for G in Gs:
+        cache = {}
+        U1, d1 = slang_precision_update(U1, d1, GenericCurvature(G), 3.0, 0.2, 0.7, L)
+        monkeypatch.setattr(lr, "_CHUNK", 7)  # 4 chunks, the last one short
+        buf = torch.full((L, D), float("nan"), dtype=DT)  # garbage must not leak in
+        U2n, d2 = slang_precision_update(U2, d2, GenericCurvature(G), 3.0, 0.2, 0.7, L, cache=cache, out=buf)
+        monkeypatch.setattr(lr, "_CHUNK", 32768)
+        if D > L + n:
+            assert U2n.T.data_ptr() == buf.data_ptr()  # built in the buffer
+        U2 = U2n
+        torch.testing.assert_close(U2 @ U2.T, U1 @ U1.T, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(d2, d1, rtol=1e-10, atol=1e-10)
+        torch.testing.assert_close(cache["scaled_gram"], U2.T @ (U2 / d2[:, None]), rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(cache["row_sq"], (U2 * U2).sum(1), rtol=1e-10, atol=1e-12)
+
+
+def test_spare_factor_never_aliases_and_is_not_pickled():
+    import pickle
+
+    from skbayes.posteriors import LowRankGaussian
+
+    D, L = 12, 3
+    g = torch.Generator().manual_seed(0)
+    mk = lambda: torch.randn(L, D, generator=g, dtype=DT).T  # noqa: E731
+    post = LowRankGaussian(torch.zeros(D, dtype=DT), mk(), torch.ones(D, dtype=DT))
+    assert post.spare_factor(L) is None  # nothing replaced yet
+    first = post.U_t
+    post.set_factors(mk(), torch.ones(D, dtype=DT))
+    assert pickle.loads(pickle.dumps(post)).spare_factor(L) is None
+    sp = post.spare_factor(L)
+    assert sp is not None and sp.data_ptr() == first.T.data_ptr() != post.U_t.data_ptr()
+    assert post.spare_factor(L) is None  # handed out once
+    assert post.spare_factor(L + 1) is None

@@ -32,9 +32,33 @@ class LowRankGaussian(PosteriorMixin):
         self.mean_t = mean
         self.set_factors(U, d)
 
-    def set_factors(self, U, d):
-        """Replace ``(U, d)``; the small L x L quantities are recomputed lazily."""
-        self._U, self._d, self._aux = U, d, None
+    def set_factors(self, U, d, scaled_gram=None):
+        """Replace ``(U, d)``; the small L x L quantities are recomputed lazily.
+
+        ``scaled_gram``: ``U^T diag(d)^{-1} U`` if the caller computed it. The
+        storage of the replaced ``U`` is kept as a spare (see :meth:`spare_factor`).
+        """
+        old = getattr(self, "_U", None)
+        self._spare = old.T if old is not None and old.T.is_contiguous() and old.shape[1] > 0 else None
+        self._U, self._d, self._aux, self._K = U, d, None, scaled_gram
+
+    def spare_factor(self, L):
+        """A contiguous ``(L, D)`` buffer for the next factor, or None.
+
+        The storage of the factor that the last :meth:`set_factors` replaced:
+        reusing it saves the page faults of a fresh ``D x L`` allocation on every
+        step. It never aliases the current ``U``.
+        """
+        sp = getattr(self, "_spare", None)
+        if sp is None or tuple(sp.shape) != (L, self.mean_t.shape[0]) or sp.data_ptr() == self._U.data_ptr():
+            return None
+        self._spare = None
+        return sp
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state["_spare"] = None  # scratch memory: not part of the posterior (pickles, snapshots)
+        return state
 
     @property
     def U_t(self):
@@ -50,7 +74,7 @@ class LowRankGaussian(PosteriorMixin):
             if self.rank == 0:
                 self._aux = (None, None)
             else:
-                K = linalg.scaled_gram(self._U, self._d)
+                K = self._K if getattr(self, "_K", None) is not None else linalg.scaled_gram(self._U, self._d)
                 self._aux = (linalg.capacitance_cholesky(self._U, self._d, K=K), linalg.sqrt_inv_coeffs(K))
         return self._aux
 
@@ -95,7 +119,7 @@ class LowRankGaussian(PosteriorMixin):
         return (self.mean_t, self._U, self._d)
 
 
-def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache=None):
+def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache=None, out=None):
     """One SLANG precision step (Algorithm 1, lines 7-11; App. D).
 
     The exact target is ``(1 - beta) (U U^T + diag d) + beta (scale * G^T G + lam I)``
@@ -129,7 +153,11 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
     cache : dict, optional
         ``{"row_sq": diag(U U^T), "gram": U^T U}`` of the incoming ``U`` if known
         (the previous update returns them: its Gram is diagonal, the eigenvalues);
-        saves two passes over ``U``. Filled in place with the new ``U``'s values.
+        saves two passes over ``U``. Filled in place with the new ``U``'s values,
+        and with ``"scaled_gram"``: ``U_new^T diag(d_new)^{-1} U_new`` (for the
+        posterior's Woodbury solves and sampler).
+    out : Tensor (L, D), optional
+        Contiguous buffer to build ``U_new^T`` in (must not share memory with ``U``).
 
     Returns
     -------
@@ -151,6 +179,7 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
         return U_new, d_new
     L_old = U.shape[1]
     m = L_old + curv.n
+    VU = None
     if D <= m:
         W = torch.cat([a * U, b * curv.dense().T], dim=1)
         lam, Q = linalg.top_eig_psd(W @ W.T, L)
@@ -163,19 +192,44 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
         K[L_old:, :L_old] = (a * b) * GU
         K[L_old:, L_old:] = (b * b) * curv.gram()
         lam, V = linalg.top_eig_from_gram(K, L)
-        # U_new^T = a V_U^T U^T + b (G^T V_G)^T, built in the (L, D) layout
-        Ut_new = curv.combine(b * V[L_old:]).T  # scale the small V, not the D x L result
-        if L_old:
-            Ut_new.addmm_(V[:L_old].T, U.T, alpha=a)
+        # U_new^T = b (G^T V_G)^T + a V_U^T U^T, built in the (L, D) layout: the
+        # per-layer batched GEMMs write the first term into the buffer, the fused
+        # pass below adds the second chunk by chunk.
+        Ut_new = U.new_empty(L, D) if out is None else out
+        curv.combine_into_(b * V[L_old:], Ut_new, beta=0.0)  # scale the small V, not the D x L result
         U_new = Ut_new.T
-    new_sq = _row_sq(U_new)
-    corr = (diag_W - new_sq).clamp_min_(0.0)
-    d_new = (1.0 - beta) * d + beta * prior_precision + corr
+        if L_old:
+            VU, Ut_old = a * V[:L_old].T, U.T
+    # One pass over U_new in cache-sized chunks: finish U_new, then diag(U_new U_new^T),
+    # the new d and U_new^T diag(d_new)^{-1} U_new (needed by every solve and sample),
+    # without any D x L temporary.
+    Ut_new = U_new.T
+    d_new = torch.empty_like(d)
+    new_sq = torch.empty_like(d)
+    K_new = d.new_zeros(L, L)
+    base = (1.0 - beta) * d + beta * prior_precision
+    for c0 in range(0, D, _CHUNK):
+        c1 = min(c0 + _CHUNK, D)
+        Uc = Ut_new[:, c0:c1]
+        if VU is not None:
+            Uc.addmm_(VU, Ut_old[:, c0:c1])
+        sq = (Uc * Uc).sum(0)
+        new_sq[c0:c1] = sq
+        # the correction is a difference of diagonals of PSD matrices with
+        # U_new U_new^T <= W W^T: clamp rounding at 0
+        dc = torch.add(base[c0:c1], (diag_W[c0:c1] - sq).clamp_min_(0.0), out=d_new[c0:c1])
+        K_new.addmm_(Uc / dc, Uc.T)
     if cache is not None:
         cache["row_sq"] = new_sq
         # U_new = W V_L with orthonormal V_L, so U_new^T U_new = diag(lam) exactly
         cache["gram"] = torch.diag(lam) if D > m else U_new.T @ U_new
+        cache["scaled_gram"] = K_new
     return U_new, d_new
+
+
+#: Columns of ``U^T`` per chunk in the fused pass of :func:`slang_precision_update`
+#: (L x 32768 values stay in the CPU caches).
+_CHUNK = 32768
 
 
 def _row_sq(U):
