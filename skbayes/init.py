@@ -9,6 +9,7 @@ family maps them into its own structure (see the family's ``_init_posterior``).
 import math
 import warnings
 
+import numpy as np
 import torch
 from torch.func import functional_call
 
@@ -72,6 +73,40 @@ def iblm_targets(est, y_enc):
     return T, V
 
 
+_LOCAL = True
+_POOL = 4
+
+
+def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
+    """One minibatch of ``B`` rows per group of units, local in the layer's input space.
+
+    Each group draws a pool of ``min(N, 4 B)`` random rows and keeps the ``B`` whose
+    layer inputs (at the current mean) are nearest to the pool's first row.
+    """
+    N = X.shape[0]
+    P = min(N, _POOL * B)
+    pools = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:P] for _ in range(n_groups)])
+    if P <= B:
+        return pools[:, :B]
+    width = int(np.prod(_layer_input(module, layout, layer, mean, X[:1]).shape[1:]))
+    # inputs are propagated at the (deterministic) mean: one pass over the training
+    # set serves every pool when it fits in memory
+    F_all = None
+    if N * width <= (1 << 24) and n_groups * P > N:
+        F_all = _layer_input(module, layout, layer, mean, X).reshape(N, -1)
+    chunk = max(1, (1 << 22) // max(1, P * width))
+    out = []
+    for g0 in range(0, n_groups, chunk):
+        pg = pools[g0 : g0 + chunk]
+        if F_all is not None:
+            F = F_all[pg]
+        else:
+            F = _layer_input(module, layout, layer, mean, X[pg.reshape(-1)]).reshape(pg.shape[0], P, -1)
+        dist = ((F - F[:, :1]) ** 2).sum(-1)
+        out.append(pg.gather(1, dist.topk(B, dim=1, largest=False).indices))
+    return torch.cat(out, 0)
+
+
 def iblm(est, X, y_enc, gen, prior_precision):
     """Layer-wise Bayesian linear regression, from the input upwards (Algorithm 1).
 
@@ -123,7 +158,15 @@ def iblm(est, X, y_enc, gen, prior_precision):
     for li, layer in enumerate(layers):
         Yl = Yt if li == len(layers) - 1 else Yc
         n_groups = math.ceil(layer.p / K)
-        idx = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:B] for _ in range(n_groups)])
+        local = li < len(layers) - 1 and _LOCAL
+        if local:
+            idx = _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen)
+            rows_g = torch.randperm(N, generator=gen, device=X.device)[:B]
+            Ag = layer.patches(_layer_input(module, layout, layer, mean, X[rows_g]))  # (B, T, n)
+            Aglob_sq = (Ag * Ag).reshape(-1, layer.n)
+            Vglob = None if Vt is None else Vt[rows_g].repeat_interleave(Ag.shape[1], 0)
+        else:
+            idx = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:B] for _ in range(n_groups)])
         v_layer = None
         W = torch.empty(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
         Pd = torch.empty_like(W)
@@ -156,6 +199,10 @@ def iblm(est, X, y_enc, gen, prior_precision):
             yb = Yg[gi, :, ci]
             vb = v_layer if Vt is None else Vg[gi, :, ci]
             m, pd = blr_solve(Xb, yb, prior_precision, vb)
+            if local:
+                # the mean from the local regression, the precision from the global minibatch
+                vg = v_layer if Vt is None else Vglob[:, ci].T  # (units, B T)
+                pd = prior_precision + (1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])) @ Aglob_sq
             W[:, units[0] : units[-1] + 1] = m.T
             Pd[:, units[0] : units[-1] + 1] = pd.T
         layer.mat_to_flat(W, mean)

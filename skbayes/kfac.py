@@ -231,7 +231,7 @@ _PARAMS_TAIL = """
         Weight samples per training step.
     predict_samples : int, default=100
         Weight samples averaged by the prediction methods.
-    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='default'
+    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='iblm'
         Initial mean: 'iblm' sets each unit's weights to the posterior mean of a
         layer-wise Bayesian linear regression (Rossi et al., 2019); 'default' is
         PyTorch's initialisation; the others are the i-BLM paper's baselines
@@ -350,7 +350,7 @@ class NoisyKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=1e-3, momentum=0.9,
                  stats_interval=1, kl_clip=1e-3, fisher="true", inv_interval=1, noise_precision="auto", max_iter=200,
-                 batch_size="auto", mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False,
+                 batch_size="auto", mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -364,7 +364,7 @@ class NoisyKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, learning_rate=0.01,
                  factor_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=1e-3, momentum=0.9,
                  stats_interval=1, kl_clip=1e-3, fisher="true", inv_interval=1, max_iter=200, batch_size="auto",
-                 mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
+                 mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -380,7 +380,7 @@ class NoisyEKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
                  factor_decay=0.05, scale_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=0.1,
                  momentum=0.9, stats_interval=1, kl_clip=1e-3, fisher="true", eig_interval=5, scale_interval=1,
                  rescale_reset_interval=50, noise_precision="auto", max_iter=200, batch_size="auto",
-                 mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
+                 mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -396,7 +396,7 @@ class NoisyEKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
                  factor_decay=0.05, scale_decay=0.05, kl_weight=1.0, prior_variance=1.0, damping=0.1,
                  momentum=0.9, stats_interval=1, kl_clip=1e-3, fisher="true", eig_interval=5, scale_interval=1,
                  rescale_reset_interval=50, max_iter=200, batch_size="auto", mc_samples=1,
-                 predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
+                 predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
         _init(self, dict(locals()))

@@ -118,15 +118,16 @@ _COMMON_PARAMS = """
         Weight samples ``S`` per training step.
     predict_samples : int, default=100
         Weight samples averaged by the prediction methods.
-    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='default'
+    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='iblm'
         Initialisation of the posterior. 'iblm' (Rossi et al., 2019): layer by
         layer from the input, each unit's weights get the posterior of a Bayesian
-        linear regression of the targets on the layer's inputs (mean, and the
-        KL-optimal factorised precisions, rescaled from the minibatch to all
-        ``n_samples``, as ``d``; ``U = 0``). 'default': PyTorch's initialisation
-        with precision ``(prior_precision + n_samples) I``. The others are the
-        paper's baselines (see :doc:`/init`). 'default' stays the default until
-        i-BLM is ahead on every benchmark (see :doc:`/init` for where it is not).
+        linear regression of the targets on the layer's inputs (hidden units on
+        a minibatch local in the layer's input space, so that units differ; the
+        output layer on a random one): mean, and the KL-optimal factorised
+        precisions, rescaled from the minibatch to all ``n_samples``, as ``d``;
+        ``U = 0``. 'default': PyTorch's initialisation with precision
+        ``(prior_precision + n_samples) I``. The others are the paper's
+        baselines (see :doc:`/init`).
     iblm_batch_size : int, default=128
         Rows of the minibatch each i-BLM regression uses (and LSUV's minibatch).
     kl_annealing : tuple (gamma, a, b) or None, default=None
@@ -243,7 +244,7 @@ class SLANGRegressor(_SLANGFamily, BayesianRegressorBase):
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
-        init="default",
+        init="iblm",
         iblm_batch_size=128,
         kl_annealing=None,
         noise_precision="auto",
@@ -308,7 +309,7 @@ class SLANGClassifier(_SLANGFamily, BayesianClassifierBase):
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
-        init="default",
+        init="iblm",
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
