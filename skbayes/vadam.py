@@ -151,8 +151,18 @@ def _shared(*names):
 
 
 _PARAMS = (
-    _shared("hidden_layer_sizes", "activation", "module")
+    _shared("hidden_layer_sizes", "activation")
     + """
+    module : callable or torch.nn.Module, default=None
+        A custom network instead of the built one: a callable
+        ``module(n_features_in, n_outputs)`` returning a :class:`torch.nn.Module`
+        (a class works), or a module instance (deep-copied, never modified).
+        It receives float tensors of shape ``(batch, n_features_in)``; a conv net
+        reshapes them itself (e.g. with :class:`torch.nn.Unflatten`). A
+        ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
+        runs all weight samples of a step in one batched forward and backward
+        pass; any other module runs one ordinary forward and backward pass per
+        weight sample (no per-example gradients either way).
     method : {'vadam', 'vprop'}, default='vadam'
         The update: 'vadam' (Adam-like: momentum on the gradient, bias
         corrections, square root of the second moment in the mean step) or
