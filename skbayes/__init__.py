@@ -6,6 +6,8 @@ from .kronecker import KroneckerGaussian
 from .linear_model import BayesianLinearRegression
 from .posteriors import LowRankGaussian
 from .slang import SLANGClassifier, SLANGRegressor
+from .vadam import VadamClassifier, VadamRegressor
+from .vogn import VOGNClassifier, VOGNRegressor
 
 __version__ = "0.1.0.dev0"
 
@@ -16,6 +18,10 @@ __all__ = [
     "NoisyKFACClassifier",
     "NoisyEKFACRegressor",
     "NoisyEKFACClassifier",
+    "VOGNRegressor",
+    "VOGNClassifier",
+    "VadamRegressor",
+    "VadamClassifier",
     "BayesianLinearRegression",
     "LowRankGaussian",
     "KroneckerGaussian",

@@ -1,0 +1,66 @@
+"""Diagonal (mean-field) Gaussian posterior.
+
+``q(theta) = N(mu, diag(d)^{-1})`` with a positive per-parameter precision
+``d``. The Vprop / Vadam estimators keep ``d = N s + lambda``.
+"""
+
+import math
+
+import torch
+
+from ._common import PosteriorMixin
+
+
+class DiagonalGaussian(PosteriorMixin):
+    """Gaussian with diagonal precision ``diag(d)``.
+
+    Attributes (numpy views for users)
+    ----------------------------------
+    mean : ndarray of shape (D,)
+        Posterior mean, in ``module_.parameters()`` order.
+    d : ndarray of shape (D,)
+        Per-parameter precision (positive); the marginal variances are ``1 / d``.
+    """
+
+    family = "diagonal"
+
+    def __init__(self, mean, d):
+        self.mean_t = mean
+        self.d_t = d
+
+    @property
+    def d(self):
+        return self.d_t.detach().cpu().numpy().copy()
+
+    # --- tensor routines -------------------------------------------------
+    def sample_t(self, n, generator=None, eps=None):
+        """``n`` samples ``mu + eps / sqrt(d)``, ``eps ~ N(0, I)`` drawn from ``generator``
+        (the same draws, for the same generator state, as ``LowRankGaussian`` of rank 0)."""
+        mean = self.mean_t
+        if eps is None:
+            eps = torch.randn(int(n), mean.shape[0], generator=generator, dtype=mean.dtype, device=mean.device)
+        return mean[None, :] + eps * torch.rsqrt(self.d_t)[None, :]
+
+    def variance_t(self):
+        return 1.0 / self.d_t
+
+    def precision_t(self):
+        return torch.diag(self.d_t)
+
+    def logdet_precision_t(self):
+        return torch.log(self.d_t).sum()
+
+    def solve_t(self, x):
+        """``diag(d)^{-1} x`` for ``x`` of shape ``(D,)`` or ``(D, k)``."""
+        return x / self.d_t if x.dim() == 1 else x / self.d_t[:, None]
+
+    def kl_to_prior(self, prior_precision):
+        """``KL(q || N(0, prior_precision^{-1} I))``."""
+        lam = float(prior_precision)
+        D = self.mean_t.shape[0]
+        tr = (1.0 / self.d_t).sum()
+        quad = (self.mean_t * self.mean_t).sum()
+        return float(0.5 * (lam * (tr + quad) - D + torch.log(self.d_t).sum() - D * math.log(lam)))
+
+    def _tensors(self):
+        return (self.mean_t, self.d_t)
