@@ -1,6 +1,8 @@
 """skbayes: scikit-learn compatible Bayesian neural networks trained by
 natural-gradient variational inference on PyTorch."""
 
+from .bbb import BBBClassifier, BBBRegressor
+from .dropout import MCDropoutClassifier, MCDropoutRegressor
 from .kfac import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from .kronecker import KroneckerGaussian
 from .linear_model import BayesianLinearRegression
@@ -16,6 +18,10 @@ __all__ = [
     "NoisyKFACClassifier",
     "NoisyEKFACRegressor",
     "NoisyEKFACClassifier",
+    "BBBRegressor",
+    "BBBClassifier",
+    "MCDropoutRegressor",
+    "MCDropoutClassifier",
     "BayesianLinearRegression",
     "LowRankGaussian",
     "KroneckerGaussian",
