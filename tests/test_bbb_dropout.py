@@ -371,6 +371,20 @@ def test_pipeline_clone_pickle_and_partial_fit(Reg, Clf, tmp_path):
     assert clf.predict_proba(Xc).shape == (150, 3)
 
 
+@pytest.mark.parametrize("Clf", CLASSIFIERS)
+def test_warm_start_and_early_stopping(Clf):
+    X, y = make_classification(n_samples=300, n_features=5, random_state=1)
+    est = Clf(warm_start=True, **FAST).fit(X, y)
+    t1, steps1 = est.t_, est._opt_state["step"]
+    est.fit(X, y)  # continues: the optimiser's step count (Adam's bias correction) too
+    assert est.t_ > t1 and est._opt_state["step"] == est.t_ > steps1
+    clf = Clf(hidden_layer_sizes=(16,), early_stopping=True, n_iter_no_change=3, max_iter=200, random_state=0)
+    clf.fit(X, y)
+    assert clf.n_iter_ < 200 and len(clf.validation_scores_) == clf.n_iter_
+    assert clf.best_validation_score_ == pytest.approx(max(clf.validation_scores_))
+    assert clf.score(X, y) > 0.85
+
+
 def test_grid_search_parallel():
     X, y = load_diabetes(return_X_y=True)
     pipe = make_pipeline(StandardScaler(), BBBRegressor(**FAST))
