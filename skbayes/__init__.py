@@ -1,6 +1,9 @@
 """skbayes: scikit-learn compatible Bayesian neural networks trained by
-natural-gradient variational inference on PyTorch."""
+natural-gradient variational inference on PyTorch, with the baselines the
+papers compare against (Vadam/Vprop, Bayes by Backprop, MC dropout)."""
 
+from .bbb import BBBClassifier, BBBRegressor
+from .dropout import MCDropoutClassifier, MCDropoutRegressor
 from .kfac import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from .kronecker import KroneckerGaussian
 from .linear_model import BayesianLinearRegression
@@ -22,6 +25,10 @@ __all__ = [
     "VOGNClassifier",
     "VadamRegressor",
     "VadamClassifier",
+    "BBBRegressor",
+    "BBBClassifier",
+    "MCDropoutRegressor",
+    "MCDropoutClassifier",
     "BayesianLinearRegression",
     "LowRankGaussian",
     "KroneckerGaussian",

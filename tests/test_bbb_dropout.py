@@ -1,0 +1,434 @@
+"""Bayes by Backprop and MC dropout: the math against references, the sklearn contract, real data."""
+
+import math
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.base import clone
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.utils.estimator_checks import parametrize_with_checks
+from torch import nn
+
+from skbayes import BBBClassifier, BBBRegressor, MCDropoutClassifier, MCDropoutRegressor
+from skbayes.bbb import SoftplusGaussian, adam_update, diag_gaussian_kl, inverse_softplus
+from skbayes.dropout import DropoutPosterior
+
+DT = torch.float64
+REGRESSORS = [BBBRegressor, MCDropoutRegressor]
+CLASSIFIERS = [BBBClassifier, MCDropoutClassifier]
+FAST = dict(hidden_layer_sizes=(8,), max_iter=30, batch_size=32, predict_samples=20, random_state=0)
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        yield
+
+
+def _reg_data(n=120):
+    X, y = load_diabetes(return_X_y=True)
+    return StandardScaler().fit_transform(X[:n]), y[:n]
+
+
+def _clf_data():
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+# --- Bayes by Backprop: the estimator of the gradient ------------------------------------------
+
+
+def test_adam_update_matches_torch_optim_adam():
+    g = torch.Generator().manual_seed(0)
+    p0 = torch.randn(7, generator=g, dtype=DT)
+    leaf = p0.clone().requires_grad_(True)
+    opt = torch.optim.Adam([leaf], lr=0.03)
+    ours, state = p0.clone(), {"step": 0, "p_m": torch.zeros(7, dtype=DT), "p_v": torch.zeros(7, dtype=DT)}
+    for _ in range(5):
+        grad = torch.randn(7, generator=g, dtype=DT) * 3.0
+        leaf.grad = grad.clone()
+        opt.step()
+        state["step"] += 1
+        ours = adam_update(ours, grad, state, "p", 0.03)
+        torch.testing.assert_close(ours, leaf.detach(), rtol=1e-12, atol=1e-14)
+
+
+def test_softplus_parameterisation_and_closed_form_kl_against_monte_carlo():
+    g = torch.Generator().manual_seed(1)
+    mu = torch.randn(5, generator=g, dtype=DT)
+    sigma = torch.tensor([0.05, 0.3, 1.0, 2.0, 30.0], dtype=DT)
+    rho = inverse_softplus(sigma)
+    torch.testing.assert_close(torch.nn.functional.softplus(rho), sigma, rtol=1e-12, atol=0)
+    q = SoftplusGaussian(mu, rho)
+    lam = 0.7
+    prior = torch.distributions.Normal(torch.zeros(5, dtype=DT), torch.full((5,), lam**-0.5, dtype=DT))
+    ref = torch.distributions.kl_divergence(torch.distributions.Normal(mu, sigma), prior).sum()
+    assert q.kl_to_prior(lam) == pytest.approx(float(ref), rel=1e-12)
+    # Monte Carlo: E_q[log q(theta) - log p(theta)]
+    theta = q.sample_t(400_000, generator=g)
+    log_q = torch.distributions.Normal(mu, sigma).log_prob(theta).sum(1)
+    log_p = prior.log_prob(theta).sum(1)
+    diff = log_q - log_p
+    se = float(diff.std()) / math.sqrt(diff.shape[0])
+    assert abs(float(diff.mean()) - q.kl_to_prior(lam)) < 4 * se
+    np.testing.assert_allclose(q.variance(), sigma.numpy() ** 2)
+    np.testing.assert_allclose(q.covariance(), np.diag(sigma.numpy() ** 2))
+    np.testing.assert_allclose(q.precision(), np.diag(sigma.numpy() ** -2.0))
+
+
+def _grad_draws(est, mu0, rho0, Xb, yb, N, n_draws, seed, spec="auto"):
+    """``n_draws`` independent one-sample gradient estimates of the negative ELBO w.r.t. (mu, rho)."""
+    spec = est._spec() if spec == "auto" else spec
+    gen = torch.Generator().manual_seed(seed)
+    out = []
+    for _ in range(n_draws):
+        mu = mu0.clone().requires_grad_(True)
+        rho = rho0.clone().requires_grad_(True)
+        loss = est._neg_elbo_estimate(mu, rho, Xb, yb, N, gen, spec)[0]
+        out.append(torch.cat(torch.autograd.grad(loss, (mu, rho))))
+    return torch.stack(out)
+
+
+def _assert_unbiased(draws, ref, z=4.5):
+    mean = draws.mean(0)
+    se = draws.std(0) / math.sqrt(draws.shape[0])
+    bad = (mean - ref).abs() > z * se + 1e-9 * (1 + ref.abs())
+    assert not bad.any(), (mean[bad], ref[bad], se[bad])
+
+
+@pytest.mark.parametrize("local_reparam", [True, False])
+def test_bbb_gradient_is_unbiased_for_the_closed_form_expectation(local_reparam):
+    """Linear-Gaussian model: E_q[-log p] has a closed form, so has its gradient in (mu, rho)."""
+    X, y = make_classification(n_samples=12, n_features=3, n_informative=3, n_redundant=0, random_state=0)
+    y = X @ np.array([1.0, -2.0, 0.5]) + 0.3
+    est = BBBRegressor(hidden_layer_sizes=(), noise_precision=4.0, max_iter=1, local_reparam=local_reparam,
+                       mc_samples=1, kl_weight=0.5, random_state=0).fit(X, y)
+    assert est._uses_lrt(est._spec()) == local_reparam
+    Xb, yb = torch.as_tensor(X), torch.as_tensor(est._encode_targets(y))
+    N, D = 40, 4
+    g = torch.Generator().manual_seed(3)
+    mu0 = torch.randn(D, generator=g, dtype=DT)
+    rho0 = inverse_softplus(torch.tensor([0.2, 0.5, 0.8, 0.4], dtype=DT))
+    tau = est._likelihood.noise.tau_mean
+    # reference: (N/M) sum_i E_q[nll_i] + kl_weight * KL, E_q[(x~^T theta - y)^2] = (x~^T mu - y)^2 + sum x~^2 sigma^2
+    mu, rho = mu0.clone().requires_grad_(True), rho0.clone().requires_grad_(True)
+    Xt = torch.cat([Xb, torch.ones(len(Xb), 1, dtype=DT)], 1)
+    s2 = torch.nn.functional.softplus(rho) ** 2
+    e_sq = (Xt @ mu - yb) ** 2 + (Xt * Xt) @ s2
+    e_nll = 0.5 * tau * e_sq - 0.5 * math.log(tau) + 0.5 * math.log(2 * math.pi)
+    ref_loss = N / len(Xb) * e_nll.sum() + 0.5 * diag_gaussian_kl(mu, torch.nn.functional.softplus(rho), 1.0)
+    ref = torch.cat(torch.autograd.grad(ref_loss, (mu, rho)))
+    draws = _grad_draws(est, mu0, rho0, Xb, yb, N, 4000, seed=11)
+    _assert_unbiased(draws, ref)
+    # the test can tell: the rho part of the gradient is far from 0 relative to its error
+    assert (ref[D:].abs() / (draws[:, D:].std(0) / math.sqrt(4000))).min() > 10
+
+
+def test_local_reparameterisation_has_the_expected_gradient_of_weight_sampling():
+    """A two-layer tanh classifier: the mean of one-sample LRT gradients, the mean of one-sample
+    weight-sampling gradients (dense path and the generic torch.func path) and a 100 000-sample
+    reference agree; LRT has the smaller variance over a minibatch."""
+    X, y = make_classification(n_samples=10, n_features=2, n_informative=2, n_redundant=0, n_classes=3,
+                               n_clusters_per_class=1, random_state=2)
+    kw = dict(hidden_layer_sizes=(3,), activation="tanh", max_iter=1, mc_samples=1, random_state=0)
+    lrt = BBBClassifier(local_reparam=True, **kw).fit(X, y)
+    ws = BBBClassifier(local_reparam=False, **kw).fit(X, y)
+    Xb, yb = torch.as_tensor(X), torch.as_tensor(y)
+    N, D = 30, lrt.posterior_.n_params
+    g = torch.Generator().manual_seed(5)
+    mu0 = torch.randn(D, generator=g, dtype=DT)
+    rho0 = inverse_softplus(0.2 + 0.6 * torch.rand(D, generator=g, dtype=DT))
+    # reference: S = 100 000 weight samples in one estimate
+    ws.mc_samples = 100_000
+    mu, rho = mu0.clone().requires_grad_(True), rho0.clone().requires_grad_(True)
+    ref = torch.cat(torch.autograd.grad(ws._neg_elbo_estimate(mu, rho, Xb, yb, N, g, ws._spec())[0], (mu, rho)))
+    ws.mc_samples = 1
+    d_lrt = _grad_draws(lrt, mu0, rho0, Xb, yb, N, 3000, seed=21)
+    d_ws = _grad_draws(ws, mu0, rho0, Xb, yb, N, 3000, seed=22)
+    _assert_unbiased(d_lrt, ref)
+    _assert_unbiased(d_ws, ref)
+    assert d_lrt.var(0).sum() < d_ws.var(0).sum()
+    # the generic (functional_call) path draws the same weights as the dense one
+    d_gen = _grad_draws(ws, mu0, rho0, Xb, yb, N, 20, seed=22, spec=None)
+    torch.testing.assert_close(d_gen, d_ws[:20], rtol=1e-10, atol=1e-12)
+
+
+def test_bbb_initial_variances_and_step_bookkeeping():
+    X, y = _reg_data(100)
+    est = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, random_state=0)
+    est.fit(X, y)
+    assert est.t_ == 1 and est._opt_state["step"] == 1
+    # one Adam step of size lr from sigma^2 = 1 / (N + lambda): every |change| of rho is about lr
+    fresh = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, random_state=0)
+    fresh._fit(X, y, incremental=True)  # one epoch = one step
+    rho_init = inverse_softplus(torch.full((est.posterior_.n_params,), (1 / 102.0) ** 0.5, dtype=DT)).numpy()
+    np.testing.assert_allclose(np.abs(fresh.posterior_.rho - rho_init), 0.01, rtol=1e-3)
+    it = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, init="iblm", iblm_batch_size=50, random_state=0)
+    it.fit(X, y)
+    assert isinstance(it.posterior_, SoftplusGaussian)
+    assert np.all(np.isfinite(it.posterior_.sigma)) and np.all(it.posterior_.sigma <= 1 / np.sqrt(2.0) + 1e-12)
+
+
+# --- MC dropout -------------------------------------------------------------------------------
+
+
+def _dropout_net(**kw):
+    X, y = _reg_data(60)
+    return MCDropoutRegressor(hidden_layer_sizes=(5, 4), max_iter=2, random_state=0, **kw).fit(X, y), X
+
+
+def test_masked_weight_distribution_mean_variance_and_covariance():
+    est, _ = _dropout_net(dropout=0.3, input_dropout=0.2)
+    post = est.posterior_
+    assert isinstance(post, DropoutPosterior)
+    assert [(m["name"], m["shape"], m["rate"]) for m in post.masked_layers] == [
+        ("0", (5, 10), 0.2), ("2", (4, 5), 0.3), ("4", (1, 4), 0.3)]
+    theta = torch.as_tensor(post.sample(200_000, random_state=0))
+    w = torch.as_tensor(post.mean)
+    se = theta.std(0) / math.sqrt(theta.shape[0])
+    assert torch.all((theta.mean(0) - w).abs() <= 4.5 * se + 1e-12)
+    var = torch.as_tensor(post.variance())
+    v_hat = theta.var(0)
+    torch.testing.assert_close(v_hat, var, rtol=0.03, atol=1e-12)
+    # the formula: W^2 p / (1 - p) on masked weights, 0 on biases
+    for m in post.masked_layers:
+        sl = slice(m["offset"], m["offset"] + m["shape"][0] * m["shape"][1])
+        torch.testing.assert_close(var[sl], w[sl] ** 2 * m["rate"] / (1 - m["rate"]))
+    biases = [o for n, o in zip(est._layout.names, est._layout.offsets) if n.endswith("bias")]
+    assert all(var[o] == 0 for o in biases) and torch.all(theta[:, biases] == w[biases])
+    # exact covariance against the empirical one; a column of a layer moves as one
+    C = torch.as_tensor(post.covariance())
+    C_hat = torch.cov(theta[:20_000].T)
+    assert float((C - C_hat).abs().max()) < 0.05 * float(C.abs().max())
+    m = post.masked_layers[1]
+    W = theta[:, m["offset"] : m["offset"] + 20].view(-1, 4, 5)
+    W0 = w[m["offset"] : m["offset"] + 20].view(4, 5)
+    z = W / W0  # every entry of a column is W0 * 0 or W0 / (1 - p)
+    assert torch.allclose(z, z[:, :1, :].expand_as(z))
+    assert set(np.unique(np.round(z.numpy(), 8))) <= {0.0, round(1 / 0.7, 8)}
+    with pytest.raises(NotImplementedError, match="not a Gaussian"):
+        post.precision()
+    # input_dropout=0 (the default): the first layer is a point estimate
+    est0, _ = _dropout_net()
+    assert [m["name"] for m in est0.posterior_.masked_layers] == ["2", "4"]
+
+
+def test_weight_masks_are_dropout_on_the_hidden_units():
+    """Prediction with masked weights equals the network with dropout masks on its hidden
+    activations (the masks read back from the zeroed columns)."""
+    est, X = _dropout_net(dropout=0.4)
+    post, net = est.posterior_, est.module_
+    Xt = torch.as_tensor(X)
+    f = est._outputs(Xt, n_samples=5)
+    gen = torch.Generator().manual_seed(est._predict_seed)
+    theta = post.sample_t(5, generator=gen)
+    W1, b1, W2, b2, W3, b3 = (torch.as_tensor(p.detach()) for p in net.parameters())
+    for s in range(5):
+        views = est._layout.unflatten(theta[s])
+        m2 = (views["2.weight"][0] != 0).to(DT)
+        m3 = (views["4.weight"][0] != 0).to(DT)
+        h = torch.relu(Xt @ W1.T + b1) * m2 / 0.6
+        h = torch.relu(h @ W2.T + b2) * m3 / 0.6
+        torch.testing.assert_close(f[s], h @ W3.T + b3, rtol=1e-12, atol=1e-12)
+    assert not torch.allclose(f[0], f[1])  # different masks, different networks
+
+
+@pytest.mark.parametrize("Est,data", [(MCDropoutRegressor, _reg_data), (MCDropoutClassifier, _clf_data)])
+def test_mc_dropout_predictions_deterministic_and_row_independent(Est, data):
+    X, y = data()
+    est = Est(dropout=0.3, **FAST).fit(X, y)
+    pred = (lambda Z: est.predict(Z, return_std=True)) if Est is MCDropoutRegressor else est.predict_proba
+    ref = np.asarray(pred(X))
+    rows = (lambda a, i: a[:, i]) if Est is MCDropoutRegressor else (lambda a, i: a[i])  # (mean, std) or proba
+    np.testing.assert_array_equal(np.asarray(pred(X)), ref)
+    idx = np.random.RandomState(0).permutation(len(X))
+    for sub in (idx, idx[:17]):  # permuted rows, a subset
+        np.testing.assert_allclose(np.asarray(pred(X[sub])), rows(ref, sub), rtol=1e-12, atol=1e-14)
+    # the masks matter: the spread over masks is positive, and another seed gives other masks
+    assert np.all(est.predict_std(X) > 0) if Est is MCDropoutRegressor else np.any(est.predict_std(X) > 0)
+    f1 = est._predict_outputs(X, n_samples=3, seed=1)
+    f2 = est._predict_outputs(X, n_samples=3, seed=2)
+    assert not torch.allclose(f1, f2) and not torch.allclose(f1[0], f1[1])
+    torch.testing.assert_close(f1, est._predict_outputs(X, n_samples=3, seed=1), rtol=0, atol=0)
+
+
+def _conv(n_in, n_out):
+    return nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
+                         nn.Linear(27, 6), nn.ReLU(), nn.Linear(6, n_out))
+
+
+def test_training_masks_are_per_example_and_match_prediction_masks():
+    """Identical rows get different training masks; the training masks (dense path and the
+    hook path of custom modules) have the distribution of the prediction masks."""
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:200] / 16.0, y[:200]
+    for module in (None, _conv):
+        kw = dict(hidden_layer_sizes=(6, 6), module=module, dropout=0.3, max_iter=1, random_state=0)
+        est = MCDropoutClassifier(**kw).fit(X, y)
+        if module is not None:
+            assert est._spec() is None and [m["name"] for m in est.posterior_.masked_layers] == ["5", "7"]
+        row = torch.as_tensor(np.repeat(X[:1], 20_000, 0))
+        theta = est.posterior_.mean_t
+        gen = torch.Generator().manual_seed(0)
+        with torch.no_grad():
+            f_train = est._train_outputs(theta, row, 1, gen, est._spec())[0]
+        assert torch.unique(f_train[:, 0]).numel() > 10
+        f_pred = est._outputs(row[:1], n_samples=20_000)[:, 0]
+        se = (f_train.var(0) / 20_000 + f_pred.var(0) / 20_000).sqrt()
+        assert torch.all((f_train.mean(0) - f_pred.mean(0)).abs() < 4.5 * se)
+        torch.testing.assert_close(f_train.std(0), f_pred.std(0), rtol=0.05, atol=1e-9)
+
+
+def test_custom_modules_bbb_fallback_and_dropout_layers_refused():
+    from sklearn.datasets import load_digits
+
+    X, y = load_digits(return_X_y=True)
+    X, y = X[:300] / 16.0, y[:300]
+    for Clf in CLASSIFIERS:
+        clf = Clf(module=_conv, max_iter=40, batch_size=32, dtype="float32", predict_samples=10, random_state=0)
+        clf.fit(X, y)
+        assert clf.posterior_.mean.dtype == np.float32
+        assert clf.score(X, y) > 0.8
+    assert not BBBClassifier(module=_conv)._uses_lrt(None)  # weight sampling for non-dense modules
+    with pytest.raises(ValueError, match="nn.Dropout"):
+        MCDropoutClassifier(module=lambda i, o: nn.Sequential(nn.Linear(i, 5), nn.Dropout(0.5), nn.Linear(5, o)),
+                            max_iter=1).fit(X, y)
+
+
+# --- scikit-learn contract ----------------------------------------------------------------------
+
+_FAST = dict(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0)
+
+
+@parametrize_with_checks([BBBRegressor(**_FAST), BBBClassifier(**_FAST), MCDropoutRegressor(**_FAST),
+                          MCDropoutClassifier(**_FAST)])
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def test_bad_parameters_give_clear_errors():
+    X, y = _reg_data()
+    for Est, kw, msg in [
+        (BBBRegressor, dict(kl_weight=0), "kl_weight"),
+        (BBBRegressor, dict(local_reparam="yes"), "local_reparam"),
+        (BBBRegressor, dict(learning_rate=0), "learning_rate"),
+        (BBBRegressor, dict(prior_precision=-1), "prior_precision"),
+        (MCDropoutRegressor, dict(dropout=1.0), "dropout"),
+        (MCDropoutRegressor, dict(input_dropout=-0.1), "input_dropout"),
+        (MCDropoutRegressor, dict(learning_rate=-1), "learning_rate"),
+        (MCDropoutRegressor, dict(noise_precision=0.0), "noise_precision"),
+    ]:
+        with pytest.raises(ValueError, match=msg):
+            Est(max_iter=1, **kw).fit(X, y)
+
+
+@pytest.mark.parametrize("Reg,Clf", list(zip(REGRESSORS, CLASSIFIERS)))
+def test_pipeline_clone_pickle_and_partial_fit(Reg, Clf, tmp_path):
+    import joblib
+
+    X, y = load_diabetes(return_X_y=True)
+    scores = cross_val_score(make_pipeline(StandardScaler(), Reg(**FAST)), X[:200], y[:200], cv=3)
+    assert scores.mean() > 0.2
+    Xc, yc = _clf_data()
+    assert cross_val_score(make_pipeline(StandardScaler(), Clf(**FAST)), Xc, yc, cv=3).mean() > 0.8
+    for Est, (Xd, yd) in ((Reg, _reg_data()), (Clf, _clf_data())):
+        est = Est(prior_precision=2.0, **FAST).fit(Xd, yd)
+        c = clone(est)
+        assert c.get_params() == est.get_params() and not hasattr(c, "posterior_")
+        out = (lambda e: e.predict_proba(Xd)) if Est is Clf else (lambda e: np.asarray(e.predict(Xd, return_std=True)))
+        ref = out(est)
+        joblib.dump(est, tmp_path / "m.joblib")
+        for e in (pickle.loads(pickle.dumps(est)), joblib.load(tmp_path / "m.joblib")):
+            np.testing.assert_array_equal(out(e), ref)
+        e.partial_fit(Xd, yd)  # a loaded model keeps training
+        assert e.n_iter_ == est.n_iter_ + 1
+    # partial_fit continues from the posterior, and the loss falls
+    X, y = _reg_data()
+    est = Reg(**FAST)
+    est.partial_fit(X, y)
+    mean1, t1 = est.posterior_.mean, est.t_
+    est.partial_fit(X, y)
+    assert est.n_iter_ == 2 and est.t_ == 2 * t1 and not np.allclose(est.posterior_.mean, mean1)
+    np.testing.assert_allclose(Reg(**FAST).partial_fit(X, y).posterior_.mean, mean1)
+    for _ in range(10):
+        est.partial_fit(X, y)
+    assert np.mean(est.loss_curve_[-3:]) < np.mean(est.loss_curve_[:2])
+    clf = Clf(**FAST)
+    Xc, yc = _clf_data()
+    with pytest.raises(ValueError, match="classes"):
+        clf.partial_fit(Xc, yc)
+    clf.partial_fit(Xc[yc < 2], yc[yc < 2], classes=[0, 1, 2])
+    assert clf.predict_proba(Xc).shape == (150, 3)
+
+
+@pytest.mark.parametrize("Clf", CLASSIFIERS)
+def test_warm_start_and_early_stopping(Clf):
+    X, y = make_classification(n_samples=300, n_features=5, random_state=1)
+    est = Clf(warm_start=True, **FAST).fit(X, y)
+    t1, steps1 = est.t_, est._opt_state["step"]
+    est.fit(X, y)  # continues: the optimiser's step count (Adam's bias correction) too
+    assert est.t_ > t1 and est._opt_state["step"] == est.t_ > steps1
+    clf = Clf(hidden_layer_sizes=(16,), early_stopping=True, n_iter_no_change=3, max_iter=200, random_state=0)
+    clf.fit(X, y)
+    assert clf.n_iter_ < 200 and len(clf.validation_scores_) == clf.n_iter_
+    assert clf.best_validation_score_ == pytest.approx(max(clf.validation_scores_))
+    assert clf.score(X, y) > 0.85
+
+
+def test_grid_search_parallel():
+    X, y = load_diabetes(return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), BBBRegressor(**FAST))
+    gs = GridSearchCV(pipe, {"bbbregressor__prior_precision": [0.1, 10.0],
+                             "bbbregressor__local_reparam": [True, False]}, cv=2, n_jobs=2).fit(X[:150], y[:150])
+    assert np.isfinite(gs.predict(X[:5])).all()
+    Xc, yc = _clf_data()
+    gs = GridSearchCV(MCDropoutClassifier(**FAST), {"dropout": [0.05, 0.3]}, cv=2, n_jobs=2).fit(Xc, yc)
+    assert gs.best_params_["dropout"] in (0.05, 0.3) and gs.best_score_ > 0.8
+
+
+@pytest.mark.parametrize("Reg", REGRESSORS)
+def test_divergence_is_reported_and_predictions_stay_finite(Reg):
+    X, y = load_diabetes(return_X_y=True)
+    est = Reg(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="default", random_state=0)
+    with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate.*standardise"):
+        est.fit(X * 1e30, y)
+    assert est.n_iter_ == 0 and est.loss_curve_ == []
+    assert np.all(np.isfinite(est.predict(X)))
+    # a learning rate far too large: Adam keeps steps bounded, so a diverged run must either be
+    # reported or end with finite predictions
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        est = Reg(hidden_layer_sizes=(8,), learning_rate=1e4, max_iter=5, random_state=0).fit(X, y)
+    assert np.all(np.isfinite(est.predict(X)))
+
+
+# --- behaviour on real data ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("Clf", CLASSIFIERS)
+def test_breast_cancer_accuracy_close_to_logistic_regression(Clf):
+    X, y = load_breast_cancer(return_X_y=True)
+    cv = StratifiedKFold(5, shuffle=True, random_state=0)
+    acc_lr = cross_val_score(make_pipeline(StandardScaler(), LogisticRegression()), X, y, cv=cv).mean()
+    acc = cross_val_score(make_pipeline(StandardScaler(), Clf(random_state=0)), X, y, cv=cv).mean()
+    assert acc >= acc_lr - 0.02, (acc, acc_lr)
+
+
+@pytest.mark.parametrize("Reg", REGRESSORS)
+def test_diabetes_r2_and_noise(Reg):
+    X, y = load_diabetes(return_X_y=True)
+    r2 = cross_val_score(make_pipeline(StandardScaler(), Reg(random_state=0)), X, y, cv=3).mean()
+    assert r2 > 0.35, r2  # linear models reach about 0.48
+    reg = Reg(random_state=0).fit(StandardScaler().fit_transform(X), y)
+    assert 40 < reg.noise_precision_**-0.5 < 70  # the residual std of a linear fit is about 54
