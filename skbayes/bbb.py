@@ -254,7 +254,7 @@ SHARED_TAIL = """
         Monte Carlo samples ``S`` per training step.
     predict_samples : int, default=100
         Weight samples averaged by the prediction methods.
-    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='default'
+    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='iblm'
         Initial mean: 'default' is PyTorch's initialisation, 'iblm' the layer-wise
         Bayesian linear regressions of Rossi et al. (2019), the others the i-BLM
         paper's baselines (see :doc:`/init`).
@@ -390,7 +390,7 @@ class BBBRegressor(_BBBFamily, BayesianRegressorBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, prior_precision=1.0,
                  kl_weight=1.0, local_reparam=True, learning_rate=0.01, noise_precision="auto", max_iter=200,
-                 batch_size="auto", mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128,
+                 batch_size="auto", mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128,
                  kl_annealing=None, warm_start=False, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu", dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -413,7 +413,7 @@ class BBBClassifier(_BBBFamily, BayesianClassifierBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, prior_precision=1.0,
                  kl_weight=1.0, local_reparam=True, learning_rate=0.01, max_iter=200, batch_size="auto",
-                 mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None,
+                 mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None,
                  warm_start=False, early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
         _init(self, dict(locals()))

@@ -337,7 +337,7 @@ class MCDropoutRegressor(_DropoutFamily, BayesianRegressorBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, dropout=0.1, input_dropout=0.0,
                  prior_precision=1.0, learning_rate=0.01, noise_precision="auto", max_iter=200, batch_size="auto",
-                 mc_samples=1, predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None,
+                 mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None,
                  warm_start=False, early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
         _init(self, dict(locals()))
@@ -360,7 +360,7 @@ class MCDropoutClassifier(_DropoutFamily, BayesianClassifierBase):
 
     def __init__(self, hidden_layer_sizes=(50,), activation="relu", module=None, dropout=0.1, input_dropout=0.0,
                  prior_precision=1.0, learning_rate=0.01, max_iter=200, batch_size="auto", mc_samples=1,
-                 predict_samples=100, init="default", iblm_batch_size=128, kl_annealing=None, warm_start=False,
+                 predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None,
                  device="cpu", dtype="float64", verbose=False):
         _init(self, dict(locals()))

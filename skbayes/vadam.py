@@ -184,7 +184,7 @@ _PARAMS = (
         the initial precision."""
     + _shared("max_iter", "batch_size", "mc_samples", "predict_samples")
     + """
-    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='default'
+    init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='iblm'
         Initialisation of the posterior (see :doc:`/init`). 'default': PyTorch's
         initialisation of the network as the mean and ``s0 = 1``, i.e. the
         precision ``(prior_precision + n_samples) I`` SLANG and VOGN start from.
@@ -314,7 +314,7 @@ class VadamRegressor(_VadamFamily, BayesianRegressorBase):
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
-        init="default",
+        init="iblm",
         iblm_batch_size=128,
         kl_annealing=None,
         noise_precision="auto",
@@ -380,7 +380,7 @@ class VadamClassifier(_VadamFamily, BayesianClassifierBase):
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
-        init="default",
+        init="iblm",
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,

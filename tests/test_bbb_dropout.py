@@ -14,7 +14,6 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from torch import nn
 
 from skbayes import BBBClassifier, BBBRegressor, MCDropoutClassifier, MCDropoutRegressor
@@ -164,11 +163,13 @@ def test_local_reparameterisation_has_the_expected_gradient_of_weight_sampling()
 
 def test_bbb_initial_variances_and_step_bookkeeping():
     X, y = _reg_data(100)
-    est = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, random_state=0)
+    est = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default",
+                       random_state=0)
     est.fit(X, y)
     assert est.t_ == 1 and est._opt_state["step"] == 1
     # one Adam step of size lr from sigma^2 = 1 / (N + lambda): every |change| of rho is about lr
-    fresh = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, random_state=0)
+    fresh = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default",
+                         random_state=0)
     fresh._fit(X, y, incremental=True)  # one epoch = one step
     rho_init = inverse_softplus(torch.full((est.posterior_.n_params,), (1 / 102.0) ** 0.5, dtype=DT)).numpy()
     np.testing.assert_allclose(np.abs(fresh.posterior_.rho - rho_init), 0.01, rtol=1e-3)
@@ -308,13 +309,7 @@ def test_custom_modules_bbb_fallback_and_dropout_layers_refused():
 
 # --- scikit-learn contract ----------------------------------------------------------------------
 
-_FAST = dict(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0)
-
-
-@parametrize_with_checks([BBBRegressor(**_FAST), BBBClassifier(**_FAST), MCDropoutRegressor(**_FAST),
-                          MCDropoutClassifier(**_FAST)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
+# scikit-learn's own checks run on these estimators in tests/test_sklearn_checks.py.
 
 
 def test_bad_parameters_give_clear_errors():

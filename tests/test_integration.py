@@ -17,17 +17,27 @@ from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 from skbayes import (
+    BBBClassifier,
+    BBBRegressor,
+    MCDropoutClassifier,
+    MCDropoutRegressor,
     NoisyEKFACClassifier,
     NoisyEKFACRegressor,
     NoisyKFACClassifier,
     NoisyKFACRegressor,
     SLANGClassifier,
     SLANGRegressor,
+    VadamClassifier,
+    VadamRegressor,
+    VOGNClassifier,
+    VOGNRegressor,
 )
 
 FAST = dict(hidden_layer_sizes=(8,), max_iter=30, batch_size=32, predict_samples=20, random_state=0)
-REGRESSORS = [SLANGRegressor, NoisyKFACRegressor, NoisyEKFACRegressor]
-CLASSIFIERS = [SLANGClassifier, NoisyKFACClassifier, NoisyEKFACClassifier]
+REGRESSORS = [SLANGRegressor, NoisyKFACRegressor, NoisyEKFACRegressor, VOGNRegressor, VadamRegressor, BBBRegressor,
+              MCDropoutRegressor]
+CLASSIFIERS = [SLANGClassifier, NoisyKFACClassifier, NoisyEKFACClassifier, VOGNClassifier, VadamClassifier,
+               BBBClassifier, MCDropoutClassifier]
 
 
 @pytest.fixture(autouse=True)
@@ -60,7 +70,9 @@ def test_pipeline_and_cross_val_score(Reg, Clf):
 
 
 @pytest.mark.parametrize("Reg,param", [(SLANGRegressor, "prior_precision"), (NoisyKFACRegressor, "prior_variance"),
-                                       (NoisyEKFACRegressor, "prior_variance")])
+                                       (NoisyEKFACRegressor, "prior_variance"), (VOGNRegressor, "prior_precision"),
+                                       (VadamRegressor, "prior_precision"), (BBBRegressor, "prior_precision"),
+                                       (MCDropoutRegressor, "prior_precision")])
 def test_grid_search_parallel(Reg, param):
     X, y = _reg_data(150)
     pipe = make_pipeline(StandardScaler(), Reg(**FAST))

@@ -15,7 +15,6 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_predict, cross_val_score, train_test_split
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
-from sklearn.utils.estimator_checks import parametrize_with_checks
 from torch import nn
 
 import skbayes._base as base_mod
@@ -163,7 +162,7 @@ def test_update_matches_hand_computation(monkeypatch, quiet, method, kind):
     N, D, S = X.shape[0], X.shape[1] + 1, 2
     lam, alpha, b1, b2 = 0.7, 0.05, 0.8, 0.9
     kw = dict(hidden_layer_sizes=(), method=method, prior_precision=lam, learning_rate=alpha, beta1=b1, beta2=b2,
-              mc_samples=S, batch_size=20, max_iter=2, tol=0, n_iter_no_change=100, random_state=0)
+              mc_samples=S, batch_size=20, max_iter=2, tol=0, n_iter_no_change=100, init="default", random_state=0)
     if kind == "linreg":
         est = VadamRegressor(noise_precision=0.2, **kw)
     else:
@@ -307,7 +306,7 @@ def test_bad_parameters_give_clear_errors():
 
 def test_divergence_names_the_learning_rate():
     X, y = _reg_data()
-    est = VadamRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, random_state=0)
+    est = VadamRegressor(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="default", random_state=0)
     with pytest.warns(ConvergenceWarning, match=r"diverged.*learning_rate=auto = 0.01, method='vadam'"):
         est.fit(X * 1e30, y)
     assert est.n_iter_ == 0 and np.all(np.isfinite(est.predict(X)))
@@ -315,13 +314,7 @@ def test_divergence_names_the_learning_rate():
 
 # --- scikit-learn's checks -------------------------------------------------------------
 
-_FAST = dict(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0)
-
-
-@parametrize_with_checks([VOGNRegressor(**_FAST), VOGNClassifier(**_FAST), VadamRegressor(**_FAST),
-                          VadamClassifier(**_FAST)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
+# scikit-learn's own checks run on these estimators in tests/test_sklearn_checks.py.
 
 
 # --- user-facing guarantees (as tests/test_integration.py checks for the others) --------

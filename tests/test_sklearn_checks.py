@@ -3,12 +3,20 @@
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skbayes import (
+    BBBClassifier,
+    BBBRegressor,
+    MCDropoutClassifier,
+    MCDropoutRegressor,
     NoisyEKFACClassifier,
     NoisyEKFACRegressor,
     NoisyKFACClassifier,
     NoisyKFACRegressor,
     SLANGClassifier,
     SLANGRegressor,
+    VadamClassifier,
+    VadamRegressor,
+    VOGNClassifier,
+    VOGNRegressor,
 )
 
 # Small, fast configurations: the checks fit hundreds of times on tiny data.
@@ -20,6 +28,14 @@ ESTIMATORS = [
     NoisyKFACClassifier(**_FAST),
     NoisyEKFACRegressor(**_FAST),
     NoisyEKFACClassifier(**_FAST),
+    VOGNRegressor(**_FAST),
+    VOGNClassifier(**_FAST),
+    VadamRegressor(**_FAST),
+    VadamClassifier(**_FAST),
+    BBBRegressor(**_FAST),
+    BBBClassifier(**_FAST),
+    MCDropoutRegressor(**_FAST),
+    MCDropoutClassifier(**_FAST),
 ]
 
 
