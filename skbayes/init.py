@@ -73,7 +73,10 @@ def iblm_targets(est, y_enc):
     return T, V
 
 
+#: Hidden units regress on minibatches local in their layer's input space (see
+#: :func:`iblm`); False gives the paper's random minibatches (kept for benchmarks).
 _LOCAL = True
+#: A local minibatch of ``B`` rows is taken from a random pool of ``_POOL * B`` rows.
 _POOL = 4
 
 
@@ -115,7 +118,22 @@ def iblm(est, X, y_enc, gen, prior_precision):
     columns), propagate it through the layers below at their (already
     initialised) posterior mean, and regress unit ``j`` on target
     column ``j mod K`` (conv layers: every spatial patch is a row with its
-    example's target). Hidden units regress on targets moved into their
+    example's target).
+
+    Hidden layers draw *local* minibatches: the ``B`` rows of a random pool of
+    ``4 B`` whose layer inputs are nearest to the pool's first row. With one
+    target column every hidden unit regresses on the same target; on random
+    minibatches the units come out nearly identical (the same linear fit),
+    the network starts as a linear model, and gradient steps cannot separate
+    units that are symmetric. Local regressions give each unit the local
+    trend of the target around its anchor, so the units differ and the
+    stack starts as a piecewise fit (the paper's 1-D toy: held-out R^2 0.9
+    right after initialisation instead of 0.06). Their factorised precisions
+    come from a global random minibatch of the layer (``alpha + sum_b x_b^2 / v``
+    with the unit's noise variance): a weight on a feature that is inactive
+    in the unit's neighbourhood would otherwise keep the prior variance and
+    make posterior samples wild elsewhere. The output layer regresses on a
+    random minibatch, as in the paper. Hidden units regress on targets moved into their
     activation's near-identity regime (the paper's intuition: layers above one
     that already captures the task should start close to the identity): for
     ReLU-like activations (and user modules) the target column minus its
