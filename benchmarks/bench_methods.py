@@ -307,6 +307,9 @@ def main(argv=None):
     cmd = " ".join(["python", os.path.relpath(sys.argv[0])] + sys.argv[1:]) if argv is None else str(argv)
     print("# All skbayes estimators side by side (bench_methods.py)\n")
     print(f"command: {cmd}")
+    import skbayes
+
+    print(f"skbayes imported from {os.path.dirname(os.path.abspath(skbayes.__file__))}")
     print(f"{library_version()}, torch {torch.__version__}, numpy {np.__version__}, python "
           f"{platform.python_version()}, {os.cpu_count()} logical CPUs, {args.jobs} worker(s), "
           f"load average at start {os.getloadavg()[0]:.2f}")
