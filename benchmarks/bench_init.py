@@ -93,6 +93,27 @@ def main():
                           f"{t_init:.3f} | {t_epoch:.3f} | {t_init / t_epoch:.2f} | {nll(e0, Xte, yte):.3f} | "
                           f"{nll(e1, Xte, yte):.3f} | {e1.score(Xte, yte):.3f} |", flush=True)
 
+    # Initialisation cost against one epoch as the training set grows (default network,
+    # synthetic data: i-BLM's work hardly depends on N, an epoch's is linear in N).
+    from sklearn.datasets import make_friedman1
+
+    sizes = (1000, 10000, 50000) if not args.quick else (1000, 10000)
+    print()
+    print("Default network (50,), make_friedman1 data (10 features), init='iblm':")
+    print("| N | estimator | init s | epoch s | init/epoch |")
+    print("|---|---|---|---|---|")
+    for n in sizes:
+        X, y = make_friedman1(n_samples=n, noise=1.0, random_state=0)
+        X = StandardScaler().fit_transform(X)
+        for Est in (SLANGRegressor, NoisyKFACRegressor):
+            t0 = time.perf_counter()
+            init_only(Est(init="iblm", random_state=0), X, y)
+            t_init = time.perf_counter() - t0
+            t0 = time.perf_counter()
+            Est(init="default", max_iter=2, tol=0, n_iter_no_change=10**6, random_state=0).fit(X, y)
+            t_epoch = (time.perf_counter() - t0) / 2
+            print(f"| {n} | {Est.__name__} | {t_init:.3f} | {t_epoch:.3f} | {t_init / t_epoch:.3f} |", flush=True)
+
 
 if __name__ == "__main__":
     main()
