@@ -76,20 +76,24 @@ def iblm_targets(est, y_enc):
 #: Hidden units regress on minibatches local in their layer's input space (see
 #: :func:`iblm`); False gives the paper's random minibatches (kept for benchmarks).
 _LOCAL = True
-#: A local minibatch of ``B`` rows is taken from a random pool of ``_POOL * B`` rows.
+#: A local minibatch holds the ``min(B, P / 2)`` rows nearest to an anchor among a
+#: random pool of ``P = min(N, _POOL * B)`` rows.
 _POOL = 4
 
 
 def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
-    """One minibatch of ``B`` rows per group of units, local in the layer's input space.
+    """One local minibatch per group of units, ``(n_groups, B_local)`` row indices.
 
-    Each group draws a pool of ``min(N, 4 B)`` random rows and keeps the ``B`` whose
-    layer inputs (at the current mean) are nearest to the pool's first row.
+    Each group draws a pool of ``P = min(N, 4 B)`` random rows and keeps the
+    ``B_local = min(B, ceil(P / 2))`` whose layer inputs (at the current mean) are
+    nearest to the pool's first row: at most half of the pool, so that the
+    neighbourhood stays local when the training set has fewer than ``2 B`` rows.
     """
     N = X.shape[0]
     P = min(N, _POOL * B)
+    B = min(B, max(1, math.ceil(P / 2)))
     pools = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:P] for _ in range(n_groups)])
-    if P <= B:
+    if P <= B:  # a single row
         return pools[:, :B]
     width = int(np.prod(_layer_input(module, layout, layer, mean, X[:1]).shape[1:]))
     # inputs are propagated at the (deterministic) mean: one pass over the training
@@ -120,8 +124,8 @@ def iblm(est, X, y_enc, gen, prior_precision):
     column ``j mod K`` (conv layers: every spatial patch is a row with its
     example's target).
 
-    Hidden layers draw *local* minibatches: the ``B`` rows of a random pool of
-    ``4 B`` whose layer inputs are nearest to the pool's first row. With one
+    Hidden layers draw *local* minibatches: the ``min(B, P / 2)`` rows of a random
+    pool of ``P = min(N, 4 B)`` whose layer inputs are nearest to the pool's first row. With one
     target column every hidden unit regresses on the same target; on random
     minibatches the units come out nearly identical (the same linear fit),
     the network starts as a linear model, and gradient steps cannot separate
@@ -190,12 +194,13 @@ def iblm(est, X, y_enc, gen, prior_precision):
         Pd = torch.empty_like(W)
         # Groups share one forward pass at the mean; process as many at once as
         # keep the stacked design matrices at a few million entries.
-        per_group = B * layer.n * (layer.module.weight.shape[-1] * layer.module.weight.shape[-2] if layer.is_conv else 1)
+        Bg = idx.shape[1]  # rows per group (a local minibatch can be smaller than B)
+        per_group = Bg * layer.n * (layer.module.weight.shape[-1] * layer.module.weight.shape[-2] if layer.is_conv else 1)
         gchunk = max(1, (1 << 22) // max(1, per_group * K))
         # Inputs are propagated at the (deterministic) mean, so when the groups'
         # rows outnumber the training set, one pass over all rows is cheaper.
         A_all = None
-        if n_groups * B > N and N * per_group // B <= (1 << 24):
+        if n_groups * Bg > N and N * per_group // Bg <= (1 << 24):
             A_all = layer.patches(_layer_input(module, layout, layer, mean, X))
         for g0 in range(0, n_groups, gchunk):
             gs = list(range(g0, min(g0 + gchunk, n_groups)))
@@ -205,9 +210,9 @@ def iblm(est, X, y_enc, gen, prior_precision):
             else:
                 A = layer.patches(_layer_input(module, layout, layer, mean, X[rows]))  # (G B, T, n)
             T = A.shape[1]
-            Xg = A.reshape(len(gs), B * T, layer.n)
-            Yg = Yl[rows].reshape(len(gs), B, K).repeat_interleave(T, 1)  # (G, B T, K)
-            Vg = None if Vt is None else Vt[rows].reshape(len(gs), B, K).repeat_interleave(T, 1)
+            Xg = A.reshape(len(gs), Bg * T, layer.n)
+            Yg = Yl[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)  # (G, B T, K)
+            Vg = None if Vt is None else Vt[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)
             if v_layer is None and Vt is None:
                 v_layer = best_noise_variance(Xg[0], Yg[0, :, 0], prior_precision)
             units = list(range(gs[0] * K, min((gs[-1] + 1) * K, layer.p)))
