@@ -225,13 +225,21 @@ class BaseBayesianNetwork(BaseEstimator):
         best_snap = None
         converged = False
         self._diverged = False
+        self._unstable = False
         bar = None
         if self.verbose and not incremental:
             from tqdm.auto import tqdm
 
             bar = tqdm(total=n_epochs, desc=type(self).__name__, leave=True)
+        # Guard against a training objective that climbs far above its best (step sizes
+        # too large for the problem): the state at the end of the best epoch is the
+        # snapshot taken at the start of the following one.
+        guard = not incremental and self.kl_annealing is None
+        best_train_snap, last_was_best, best_train = None, False, np.inf
         for epoch in range(n_epochs):
             snap = self._snapshot()
+            if last_was_best:
+                best_train_snap = snap
             perm = torch.randperm(N, generator=gen, device=self._device)
             data_term, n_steps, bad = 0.0, 0, False
             for start in range(0, N, bs):
@@ -268,6 +276,20 @@ class BaseBayesianNetwork(BaseEstimator):
                 bar.update(1)
             if incremental:
                 continue
+            if guard and best_train_snap is not None and loss > best_train + max(1.0, abs(best_train)):
+                self._restore(best_train_snap)
+                self._unstable = True
+                warnings.warn(
+                    f"{type(self).__name__}: the training objective (negative ELBO per example) rose "
+                    f"from {best_train:.4g} to {loss:.4g} by epoch {self.n_iter_}: training stopped and the "
+                    f"posterior reverted to the end of its best epoch. The step sizes are likely too "
+                    f"large for this problem (learning_rate={self.learning_rate}{self._divergence_hint()}); "
+                    "lower them, or use early_stopping.",
+                    ConvergenceWarning,
+                )
+                break
+            last_was_best = loss < best_train
+            best_train = min(best_train, loss)
             if early:
                 score = self._validation_score(Xv, yv)
                 self.validation_scores_.append(score)
@@ -295,7 +317,7 @@ class BaseBayesianNetwork(BaseEstimator):
         self._rng_state = gen.get_state()
         self._layout.load_into(self.module_, self.posterior_.mean_t)
         self._finalize()
-        if not incremental and not converged and not self._diverged:
+        if not incremental and not converged and not self._diverged and not self._unstable:
             warnings.warn(
                 f"{type(self).__name__}: maximum iterations ({n_epochs}) reached and the "
                 "optimization hasn't converged yet.",

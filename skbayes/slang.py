@@ -97,7 +97,7 @@ _COMMON_PARAMS = """
     prior_precision : float, default=1.0
         Precision ``lambda`` of the isotropic Gaussian prior ``N(0, lambda^{-1} I)``
         on every weight and bias.
-    learning_rate : float, default=0.05
+    learning_rate : float, default=0.01
         Step size ``alpha`` of the natural-gradient mean update.
     beta : float, default=0.05
         Step size of the precision update (the weight of the new curvature
@@ -236,7 +236,7 @@ class SLANGRegressor(_SLANGFamily, BayesianRegressorBase):
         module=None,
         rank=8,
         prior_precision=1.0,
-        learning_rate=0.05,
+        learning_rate=0.01,
         beta=0.05,
         momentum=0.9,
         lr_decay=None,
@@ -301,7 +301,7 @@ class SLANGClassifier(_SLANGFamily, BayesianClassifierBase):
         module=None,
         rank=8,
         prior_precision=1.0,
-        learning_rate=0.05,
+        learning_rate=0.01,
         beta=0.05,
         momentum=0.9,
         lr_decay=None,

@@ -22,7 +22,12 @@ def _param_docs(block):
     return {e.split(" :", 1)[0].strip(): "\n" + e for e in entries if e.strip()}
 
 
-_VOGN_PARAMS = "".join(e for name, e in _param_docs(_COMMON_PARAMS).items() if name != "rank")
+_VOGN_PARAMS = "".join(e for name, e in _param_docs(_COMMON_PARAMS).items() if name != "rank").replace(
+    "    learning_rate : float, default=0.01\n",
+    "    learning_rate : float, default=0.05\n",
+    1,
+)
+assert "learning_rate : float, default=0.05" in _VOGN_PARAMS
 
 _VOGN_ATTRS = _COMMON_ATTRS.replace(
     "posterior_ : LowRankGaussian",

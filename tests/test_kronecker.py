@@ -304,7 +304,7 @@ def test_non_finite_outputs_in_the_label_sampler_are_reported_as_divergence():
 
     X, y = load_digits(return_X_y=True)
     X = X[:200] / 16.0
-    est = NoisyEKFACClassifier(hidden_layer_sizes=(8,), learning_rate=1e3, kl_clip=None, momentum=0.0, max_iter=5,
+    est = NoisyEKFACClassifier(hidden_layer_sizes=(8,), learning_rate=1e3, kl_clip=None, momentum=0.0, max_iter=5, init="default",
                                dtype="float32", random_state=0)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
