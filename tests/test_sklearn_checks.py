@@ -42,3 +42,26 @@ ESTIMATORS = [
 @parametrize_with_checks(ESTIMATORS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+def test_docstrings_list_every_parameter_and_fitted_attribute():
+    """numpydoc: every constructor parameter is documented, and so are the fitted attributes
+    every estimator sets (and, for regressors, noise_precision_; classifiers, classes_)."""
+    import inspect
+    import re
+
+    from skbayes import BayesianLinearRegression
+
+    for est in ESTIMATORS + [BayesianLinearRegression()]:
+        cls = type(est)
+        doc = cls.__doc__
+        params, _, attrs = doc.partition("Attributes\n    ----------")
+        for name in inspect.signature(cls.__init__).parameters:
+            if name != "self":
+                assert re.search(rf"\n    {name} : ", params), (cls.__name__, name)
+        if cls is BayesianLinearRegression:
+            continue
+        wanted = ["n_features_in_", "n_iter_", "loss_curve_", "module_", "posterior_"]
+        wanted.append("classes_" if "Classifier" in cls.__name__ else "noise_precision_")
+        for name in wanted:
+            assert re.search(rf"\n    {name} : ", attrs), (cls.__name__, name)
