@@ -172,7 +172,7 @@ _PARAMS = (
     learning_rate : float or 'auto', default='auto'
         Step size ``alpha`` of the mean update. 'auto' is 0.01 for 'vadam' (an
         Adam step: each weight moves by about ``alpha`` per step) and 0.05 for
-        'vprop' (a natural-gradient step, as SLANG's and VOGN's default).
+        'vprop' (a natural-gradient step, as VOGN's default).
     beta1 : float, default=0.9
         Decay ``gamma_1`` of Vadam's moving average ``m`` of the gradient
         (Adam's momentum). Ignored by 'vprop'.
