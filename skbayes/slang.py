@@ -99,7 +99,7 @@ _COMMON_PARAMS = """
         on every weight and bias.
     learning_rate : float, default=0.01
         Step size ``alpha`` of the natural-gradient mean update.
-    beta : float, default=0.05
+    beta : float, default=0.01
         Step size of the precision update (the weight of the new curvature
         in ``P <- (1 - beta) P + beta (N * EF + lambda I)``).
     momentum : float, default=0.9
@@ -237,7 +237,7 @@ class SLANGRegressor(_SLANGFamily, BayesianRegressorBase):
         rank=8,
         prior_precision=1.0,
         learning_rate=0.01,
-        beta=0.05,
+        beta=0.01,
         momentum=0.9,
         lr_decay=None,
         max_iter=200,
@@ -302,7 +302,7 @@ class SLANGClassifier(_SLANGFamily, BayesianClassifierBase):
         rank=8,
         prior_precision=1.0,
         learning_rate=0.01,
-        beta=0.05,
+        beta=0.01,
         momentum=0.9,
         lr_decay=None,
         max_iter=200,

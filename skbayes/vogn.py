@@ -22,12 +22,14 @@ def _param_docs(block):
     return {e.split(" :", 1)[0].strip(): "\n" + e for e in entries if e.strip()}
 
 
-_VOGN_PARAMS = "".join(e for name, e in _param_docs(_COMMON_PARAMS).items() if name != "rank").replace(
-    "    learning_rate : float, default=0.01\n",
-    "    learning_rate : float, default=0.05\n",
-    1,
+# VOGN (rank 0) keeps the larger step sizes it is stable with; SLANG's low-rank steps
+# default to 0.01 for both (docs/slang.md).
+_VOGN_PARAMS = (
+    "".join(e for name, e in _param_docs(_COMMON_PARAMS).items() if name != "rank")
+    .replace("    learning_rate : float, default=0.01\n", "    learning_rate : float, default=0.05\n", 1)
+    .replace("    beta : float, default=0.01\n", "    beta : float, default=0.05\n", 1)
 )
-assert "learning_rate : float, default=0.05" in _VOGN_PARAMS
+assert "learning_rate : float, default=0.05" in _VOGN_PARAMS and "beta : float, default=0.05" in _VOGN_PARAMS
 
 _VOGN_ATTRS = _COMMON_ATTRS.replace(
     "posterior_ : LowRankGaussian",

@@ -74,7 +74,7 @@ def _small_data(kind, n=60, seed=0):
 )
 def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     X, y = _small_data(kind)
-    kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, random_state=3)
+    kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, beta=0.05, random_state=3)
     a, b = Vogn(**kw), Slang(rank=0, **kw)
     for epoch in range(4):  # 4 steps per epoch
         a.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
@@ -91,7 +91,7 @@ def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fa = Vogn(max_iter=3, random_state=0).fit(X, y)
-        fb = Slang(rank=0, learning_rate=0.05, max_iter=3, random_state=0).fit(X, y)
+        fb = Slang(rank=0, learning_rate=0.05, beta=0.05, max_iter=3, random_state=0).fit(X, y)
     np.testing.assert_array_equal(fa.posterior_.mean, fb.posterior_.mean)
     np.testing.assert_array_equal(fa.posterior_.d, fb.posterior_.d)
 
@@ -102,10 +102,11 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert "rank" not in est.get_params() and Vogn.rank == 0
     slang = Slang().get_params()
     slang.pop("rank")
-    # same names, same defaults, except the step size: rank 0 is stable at 0.05, SLANG's
+    # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
     # low-rank steps need 0.01 (docs/slang.md)
-    assert est.get_params()["learning_rate"] == 0.05 and slang["learning_rate"] == 0.01
-    assert {**est.get_params(), "learning_rate": 0.01} == slang
+    for name in ("learning_rate", "beta"):
+        assert est.get_params()[name] == 0.05 and slang[name] == 0.01
+    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01} == slang
     with pytest.raises(ValueError, match="rank"):
         est.set_params(rank=2)
     c = clone(Vogn(prior_precision=3.0, beta=0.1))

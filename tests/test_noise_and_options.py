@@ -40,7 +40,7 @@ def test_learned_noise_precision_recovers_the_truth():
     rng = np.random.RandomState(0)
     X = rng.randn(2000, 3)
     y = 3.0 * X @ np.array([1.0, -0.5, 0.25]) + 10.0 + 2.0 * rng.randn(2000)
-    reg = SLANGRegressor(hidden_layer_sizes=(), rank=4, max_iter=30, random_state=0).fit(X, y)
+    reg = SLANGRegressor(hidden_layer_sizes=(), rank=4, beta=0.05, max_iter=30, random_state=0).fit(X, y)
     assert reg.noise_precision_ == pytest.approx(1 / 4.0, rel=0.1)
     _, std = reg.predict(X[:10], return_std=True)
     np.testing.assert_allclose(std, 2.0, rtol=0.1)
