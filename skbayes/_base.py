@@ -25,6 +25,10 @@ from .networks import ACTIVATIONS, DenseSpec, ParamLayout, build_mlp, make_modul
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
+#: Epochs in a row (at most ``n_iter_no_change``) the training objective must stay more than
+#: ``max(1, |best|)`` above its best before the fit is stopped and reverted to the best epoch.
+_RISE_PATIENCE = 10
+
 
 def _torch_dtype(dtype):
     key = np.dtype(dtype).name if not isinstance(dtype, torch.dtype) else str(dtype).split(".")[-1]
@@ -234,8 +238,11 @@ class BaseBayesianNetwork(BaseEstimator):
         # Guard against a training objective that climbs far above its best (step sizes
         # too large for the problem): the state at the end of the best epoch is the
         # snapshot taken at the start of the following one.
+        # It must hold for `patience` epochs in a row, so that a transient (a spike in the first
+        # epochs that training recovers from) or one noisy estimate does not stop the fit.
         guard = not incremental and self.kl_annealing is None
-        best_train_snap, last_was_best, best_train = None, False, np.inf
+        patience = min(_RISE_PATIENCE, int(self.n_iter_no_change))
+        best_train_snap, last_was_best, best_train, n_above = None, False, np.inf, 0
         for epoch in range(n_epochs):
             snap = self._snapshot()
             if last_was_best:
@@ -276,12 +283,14 @@ class BaseBayesianNetwork(BaseEstimator):
                 bar.update(1)
             if incremental:
                 continue
-            if guard and best_train_snap is not None and loss > best_train + max(1.0, abs(best_train)):
+            n_above = n_above + 1 if loss > best_train + max(1.0, abs(best_train)) else 0
+            if guard and best_train_snap is not None and n_above >= patience:
                 self._restore(best_train_snap)
                 self._unstable = True
                 warnings.warn(
                     f"{type(self).__name__}: the training objective (negative ELBO per example) rose "
-                    f"from {best_train:.4g} to {loss:.4g} by epoch {self.n_iter_}: training stopped and the "
+                    f"from {best_train:.4g} to {loss:.4g} and stayed up for {n_above} epochs (epoch "
+                    f"{self.n_iter_}): training stopped and the "
                     f"posterior reverted to the end of its best epoch. The step sizes are likely too "
                     f"large for this problem (learning_rate={self.learning_rate}{self._divergence_hint()}); "
                     "lower them, or use early_stopping.",
