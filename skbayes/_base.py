@@ -288,7 +288,7 @@ class BaseBayesianNetwork(BaseEstimator):
                 self._restore(best_train_snap)
                 self._unstable = True
                 warnings.warn(
-                    f"{type(self).__name__}: the training objective (negative ELBO per example) rose "
+                    f"{type(self).__name__}: the training objective per example (loss_curve_) rose "
                     f"from {best_train:.4g} to {loss:.4g} and stayed up for {n_above} epochs (epoch "
                     f"{self.n_iter_}): training stopped and the "
                     f"posterior reverted to the end of its best epoch. The step sizes are likely too "
