@@ -37,15 +37,27 @@ def _torch_dtype(dtype):
     return _DTYPES[key]
 
 
-def _check_number(name, value, low=None, high=None, low_open=False, integer=False):
+def _check_number(name, value, low=None, high=None, low_open=False, integer=False, high_open=False):
     """Raise a ValueError naming ``name`` unless ``value`` is a number in the given range."""
     kind = numbers.Integral if integer else numbers.Real
     if isinstance(value, bool) or not isinstance(value, kind):
         raise ValueError(f"{name} must be {'an int' if integer else 'a number'}, got {value!r}.")
     if low is not None and (value < low or (low_open and value == low)):
         raise ValueError(f"{name} must be {'>' if low_open else '>='} {low}, got {value!r}.")
-    if high is not None and value > high:
-        raise ValueError(f"{name} must be <= {high}, got {value!r}.")
+    if high is not None and (value > high or (high_open and value == high)):
+        if high_open and low is not None:
+            raise ValueError(f"{name} must be in {'(' if low_open else '['}{low}, {high}), got {value!r}.")
+        raise ValueError(f"{name} must be {'<' if high_open else '<='} {high}, got {value!r}.")
+
+
+def _store_init_params(params):
+    """Store an ``__init__``'s arguments (its ``locals()``) as attributes, unchanged, as
+    scikit-learn requires of estimator constructors."""
+    params = dict(params)
+    self = params.pop("self")
+    params.pop("__class__", None)
+    for k, v in params.items():
+        setattr(self, k, v)
 
 
 class BaseBayesianNetwork(BaseEstimator):
@@ -76,9 +88,7 @@ class BaseBayesianNetwork(BaseEstimator):
             _check_number("batch_size", self.batch_size, low=1, integer=True)
         _check_number("mc_samples", self.mc_samples, low=1, integer=True)
         _check_number("predict_samples", self.predict_samples, low=1, integer=True)
-        _check_number("validation_fraction", self.validation_fraction, low=0, high=1, low_open=True)
-        if self.validation_fraction >= 1:
-            raise ValueError(f"validation_fraction must be in (0, 1), got {self.validation_fraction!r}.")
+        _check_number("validation_fraction", self.validation_fraction, low=0, high=1, low_open=True, high_open=True)
         _check_number("n_iter_no_change", self.n_iter_no_change, low=1, integer=True)
         _check_number("tol", self.tol, low=0)
         if self.init not in INITS:

@@ -10,7 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch.func import functional_call
 
-from ._base import _check_number
+from ._base import _check_number, _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
 from .posteriors._common import PosteriorMixin
 
@@ -368,13 +368,6 @@ def _bbb_doc(title, extra_params, extra_attrs, see_also, example):
     """
 
 
-def _init(self, kw):
-    kw.pop("self")
-    kw.pop("__class__", None)
-    for k, v in kw.items():
-        setattr(self, k, v)
-
-
 class BBBRegressor(_BBBFamily, BayesianRegressorBase):
     __doc__ = _bbb_doc(
         "Bayesian neural network regressor trained by Bayes by Backprop.",
@@ -393,7 +386,7 @@ class BBBRegressor(_BBBFamily, BayesianRegressorBase):
                  batch_size="auto", mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128,
                  kl_annealing=None, warm_start=False, early_stopping=False, validation_fraction=0.1,
                  n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu", dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())
 
 
 class BBBClassifier(_BBBFamily, BayesianClassifierBase):
@@ -416,4 +409,4 @@ class BBBClassifier(_BBBFamily, BayesianClassifierBase):
                  mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None,
                  warm_start=False, early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())

@@ -16,9 +16,9 @@ import torch
 from torch import nn
 from torch.func import functional_call
 
-from ._base import _check_number
+from ._base import _check_number, _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
-from .bbb import NOISE_DOC, SHARED_ATTRS, SHARED_HEAD, SHARED_TAIL, _init, adam_update
+from .bbb import NOISE_DOC, SHARED_ATTRS, SHARED_HEAD, SHARED_TAIL, adam_update
 from .posteriors._common import PosteriorMixin
 
 
@@ -142,10 +142,7 @@ class _DropoutFamily:
         _check_number("prior_precision", self.prior_precision, low=0, low_open=True)
         _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
         for name in ("dropout", "input_dropout"):
-            value = getattr(self, name)
-            _check_number(name, value, low=0)
-            if value >= 1:
-                raise ValueError(f"{name} must be in [0, 1), got {value!r}.")
+            _check_number(name, getattr(self, name), low=0, high=1, high_open=True)
 
     def _prior_precision(self):
         return float(self.prior_precision)
@@ -340,7 +337,7 @@ class MCDropoutRegressor(_DropoutFamily, BayesianRegressorBase):
                  mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None,
                  warm_start=False, early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())
 
 
 class MCDropoutClassifier(_DropoutFamily, BayesianClassifierBase):
@@ -363,4 +360,4 @@ class MCDropoutClassifier(_DropoutFamily, BayesianClassifierBase):
                  predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None,
                  device="cpu", dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from ._base import _check_number
+from ._base import _check_number, _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
 from .kronecker import (
     KroneckerGaussian,
@@ -30,9 +30,7 @@ class _KroneckerFamily:
         _check_number("kl_weight", self.kl_weight, low=0, low_open=True)
         _check_number("prior_variance", self.prior_variance, low=0, low_open=True)
         _check_number("damping", self.damping, low=0)
-        _check_number("momentum", self.momentum, low=0)
-        if self.momentum >= 1:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}.")
+        _check_number("momentum", self.momentum, low=0, high=1, high_open=True)
         _check_number("stats_interval", self.stats_interval, low=1, integer=True)
         if self.kl_clip is not None:
             _check_number("kl_clip", self.kl_clip, low=0, low_open=True)
@@ -335,13 +333,6 @@ _EKFAC_BODY = """Noisy EK-FAC fits an eigenvalue-corrected matrix-variate Gaussi
     basis, tracked from per-example gradient projections."""
 
 
-def _init(self, kw):
-    kw.pop("self")
-    kw.pop("__class__", None)
-    for k, v in kw.items():
-        setattr(self, k, v)
-
-
 class NoisyKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
     __doc__ = _doc("Bayesian neural network regressor trained by noisy K-FAC.", _KFAC_BODY,
                    _PARAMS_HEAD + _KFAC_PARAMS + _NOISE + _PARAMS_TAIL,
@@ -353,7 +344,7 @@ class NoisyKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
                  batch_size="auto", mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False,
                  early_stopping=False, validation_fraction=0.1, n_iter_no_change=20, tol=1e-4,
                  random_state=None, device="cpu", dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())
 
 
 class NoisyKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
@@ -367,7 +358,7 @@ class NoisyKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
                  mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())
 
 
 class NoisyEKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
@@ -383,7 +374,7 @@ class NoisyEKFACRegressor(_KroneckerFamily, BayesianRegressorBase):
                  mc_samples=1, predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())
 
 
 class NoisyEKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
@@ -399,4 +390,4 @@ class NoisyEKFACClassifier(_KroneckerFamily, BayesianClassifierBase):
                  predict_samples=100, init="iblm", iblm_batch_size=128, kl_annealing=None, warm_start=False, early_stopping=False,
                  validation_fraction=0.1, n_iter_no_change=20, tol=1e-4, random_state=None, device="cpu",
                  dtype="float64", verbose=False):
-        _init(self, dict(locals()))
+        _store_init_params(locals())

@@ -2,7 +2,7 @@
 
 import torch
 
-from ._base import _check_number
+from ._base import _check_number, _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
 from .posteriors import LowRankGaussian, slang_precision_update
 
@@ -15,9 +15,7 @@ class _SLANGFamily:
         _check_number("prior_precision", self.prior_precision, low=0, low_open=True)
         _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
         _check_number("beta", self.beta, low=0, high=1, low_open=True)
-        _check_number("momentum", self.momentum, low=0)
-        if self.momentum >= 1:
-            raise ValueError(f"momentum must be in [0, 1), got {self.momentum!r}.")
+        _check_number("momentum", self.momentum, low=0, high=1, high_open=True)
         if self.lr_decay is not None:
             _check_number("lr_decay", self.lr_decay, low=0)
 
@@ -185,11 +183,6 @@ _COMMON_ATTRS = """
         ``covariance()``."""
 
 
-def _init_params(self, **kwargs):
-    for k, v in kwargs.items():
-        setattr(self, k, v)
-
-
 class SLANGRegressor(_SLANGFamily, BayesianRegressorBase):
     __doc__ = f"""Bayesian neural network regressor trained by SLANG.
 
@@ -258,7 +251,7 @@ class SLANGRegressor(_SLANGFamily, BayesianRegressorBase):
         dtype="float64",
         verbose=False,
     ):
-        _init_params(**locals())
+        _store_init_params(locals())
 
 
 class SLANGClassifier(_SLANGFamily, BayesianClassifierBase):
@@ -322,4 +315,4 @@ class SLANGClassifier(_SLANGFamily, BayesianClassifierBase):
         dtype="float64",
         verbose=False,
     ):
-        _init_params(**locals())
+        _store_init_params(locals())

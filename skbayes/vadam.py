@@ -13,10 +13,10 @@ import math
 import torch
 from torch.func import functional_call
 
-from ._base import _check_number
+from ._base import _check_number, _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
 from .posteriors import DiagonalGaussian
-from .slang import _COMMON_ATTRS, _COMMON_PARAMS, _init_params
+from .slang import _COMMON_ATTRS, _COMMON_PARAMS
 from .vogn import _param_docs
 
 METHODS = ("vadam", "vprop")
@@ -76,10 +76,7 @@ class _VadamFamily:
         if not (isinstance(self.learning_rate, str) and self.learning_rate == "auto"):
             _check_number("learning_rate", self.learning_rate, low=0, low_open=True)
         for name in ("beta1", "beta2"):
-            value = getattr(self, name)
-            _check_number(name, value, low=0)
-            if value >= 1:
-                raise ValueError(f"{name} must be in [0, 1), got {value!r}.")
+            _check_number(name, getattr(self, name), low=0, high=1, high_open=True)
 
     def _prior_precision(self):
         return float(self.prior_precision)
@@ -328,7 +325,7 @@ class VadamRegressor(_VadamFamily, BayesianRegressorBase):
         dtype="float64",
         verbose=False,
     ):
-        _init_params(**locals())
+        _store_init_params(locals())
 
 
 class VadamClassifier(_VadamFamily, BayesianClassifierBase):
@@ -393,4 +390,4 @@ class VadamClassifier(_VadamFamily, BayesianClassifierBase):
         dtype="float64",
         verbose=False,
     ):
-        _init_params(**locals())
+        _store_init_params(locals())

@@ -11,8 +11,9 @@ can never drift apart: ``VOGNRegressor(**kw)`` trains exactly as
 
 import re
 
+from ._base import _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
-from .slang import _COMMON_ATTRS, _COMMON_PARAMS, _SLANGFamily, _init_params
+from .slang import _COMMON_ATTRS, _COMMON_PARAMS, _SLANGFamily
 
 
 def _param_docs(block):
@@ -122,7 +123,7 @@ class VOGNRegressor(_SLANGFamily, BayesianRegressorBase):
         dtype="float64",
         verbose=False,
     ):
-        _init_params(**locals())
+        _store_init_params(locals())
 
 
 class VOGNClassifier(_SLANGFamily, BayesianClassifierBase):
@@ -190,4 +191,4 @@ class VOGNClassifier(_SLANGFamily, BayesianClassifierBase):
         dtype="float64",
         verbose=False,
     ):
-        _init_params(**locals())
+        _store_init_params(locals())
