@@ -13,6 +13,7 @@ from torch.func import functional_call
 from ._base import _check_number, _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
 from .posteriors._common import PosteriorMixin
+from .slang import _COMMON_PARAMS, _param_docs
 
 #: Adam's default moment decay rates and epsilon (those of ``torch.optim.Adam``).
 ADAM_BETAS = (0.9, 0.999)
@@ -245,21 +246,15 @@ SHARED_HEAD = """
         (a class works), or a module instance (deep-copied, never modified).
         It receives float tensors of shape ``(batch, n_features_in)``."""
 
-SHARED_TAIL = """
-    max_iter : int, default=200
-        Maximum number of epochs (passes over the training data).
-    batch_size : int or 'auto', default='auto'
-        Minibatch size ``M``; 'auto' is ``min(64, n_samples)``.
+# Parameters that mean exactly what they mean for SLANG take its entries; the others
+# are worded for a first-order fit of a loss.
+_OWN_TAIL = _param_docs("""
     mc_samples : int, default=1
         Monte Carlo samples ``S`` per training step.
-    predict_samples : int, default=100
-        Weight samples averaged by the prediction methods.
     init : {'iblm', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}, default='iblm'
         Initial mean: 'default' is PyTorch's initialisation, 'iblm' the layer-wise
         Bayesian linear regressions of Rossi et al. (2019), the others the i-BLM
         paper's baselines (see :doc:`/init`).
-    iblm_batch_size : int, default=128
-        Rows of the minibatch each i-BLM regression uses (and LSUV's minibatch).
     kl_annealing : tuple (gamma, a, b) or None, default=None
         Scale the prior term by ``gamma / (1 + exp(-a (t - b)))`` at step ``t``.
     warm_start : bool, default=False
@@ -268,8 +263,6 @@ SHARED_TAIL = """
         Hold out ``validation_fraction`` of the training data and stop when its
         predictive log-likelihood (16 samples) has not improved by ``tol`` for
         ``n_iter_no_change`` epochs; the best state is kept.
-    validation_fraction : float, default=0.1
-        Fraction held out for early stopping.
     n_iter_no_change : int, default=20
         Epochs without improvement (of the training loss, or of the validation
         score with ``early_stopping``) before training stops.
@@ -278,12 +271,16 @@ SHARED_TAIL = """
     random_state : int, RandomState instance or None, default=None
         Seeds the initialisation, minibatch order, Monte Carlo noise and the
         prediction samples. Predictions of a fitted model are always deterministic.
-    device : str, default='cpu'
-        Torch device, e.g. 'cuda'.
-    dtype : {'float64', 'float32'}, default='float64'
-        Floating-point precision of the computation.
     verbose : bool, default=False
-        Show a progress bar with the running training loss."""
+        Show a progress bar with the running training loss.""")
+_SLANG_DOCS = _param_docs(_COMMON_PARAMS)
+_GENERIC_TAIL = ("max_iter", "batch_size", "predict_samples", "iblm_batch_size", "validation_fraction", "device", "dtype")
+_TAIL_ORDER = (
+    "max_iter", "batch_size", "mc_samples", "predict_samples", "init", "iblm_batch_size", "kl_annealing",
+    "warm_start", "early_stopping", "validation_fraction", "n_iter_no_change", "tol", "random_state",
+    "device", "dtype", "verbose",
+)
+SHARED_TAIL = "".join((_SLANG_DOCS if n in _GENERIC_TAIL else _OWN_TAIL)[n] for n in _TAIL_ORDER)
 
 NOISE_DOC = """
     noise_precision : 'auto' or float, default='auto'

@@ -1,5 +1,7 @@
 """SLANG estimators: low-rank-plus-diagonal natural-gradient variational inference."""
 
+import re
+
 import torch
 
 from ._base import _check_number, _store_init_params
@@ -156,6 +158,13 @@ _COMMON_PARAMS = """
         Floating-point precision of the computation.
     verbose : bool, default=False
         Show a progress bar with the running negative ELBO."""
+
+def _param_docs(block):
+    """Split a numpydoc parameter block into ``{name: entry}`` (each entry keeps its
+    leading newline and indentation, so entries join back into a block)."""
+    entries = re.split(r"\n(?=    \w+ : )", block)
+    return {e.split(" :", 1)[0].strip(): "\n" + e for e in entries if e.strip()}
+
 
 _COMMON_ATTRS = """
     n_features_in_ : int

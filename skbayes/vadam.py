@@ -16,8 +16,7 @@ from torch.func import functional_call
 from ._base import _check_number, _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
 from .posteriors import DiagonalGaussian
-from .slang import _COMMON_ATTRS, _COMMON_PARAMS
-from .vogn import _param_docs
+from .slang import _COMMON_ATTRS, _COMMON_PARAMS, _param_docs
 
 METHODS = ("vadam", "vprop")
 

@@ -9,18 +9,9 @@ can never drift apart: ``VOGNRegressor(**kw)`` trains exactly as
 ``SLANGRegressor(rank=0, **kw)``.
 """
 
-import re
-
 from ._base import _store_init_params
 from ._estimators import BayesianClassifierBase, BayesianRegressorBase
-from .slang import _COMMON_ATTRS, _COMMON_PARAMS, _SLANGFamily
-
-
-def _param_docs(block):
-    """Split a numpydoc parameter block into ``{name: entry}`` (each entry keeps its
-    leading newline and indentation, so entries join back into a block)."""
-    entries = re.split(r"\n(?=    \w+ : )", block)
-    return {e.split(" :", 1)[0].strip(): "\n" + e for e in entries if e.strip()}
+from .slang import _COMMON_ATTRS, _COMMON_PARAMS, _SLANGFamily, _param_docs
 
 
 # VOGN (rank 0) keeps the larger step sizes it is stable with; SLANG's low-rank steps
