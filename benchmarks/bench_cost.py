@@ -6,8 +6,8 @@ standard-normal features, random labels in 0..9), batch 200, rank L = 8, one MC 
 
 Measurements (every configuration runs in its own fresh subprocess):
 
-(a) seconds per SLANG step, timed on the estimator's internal step
-    ``clf._step(Xb, yb, N, gen, spec)`` (what ``fit`` calls per minibatch), and
+(a) seconds per SLANG step, timed on the engine's ``SLANGFamily.step`` (what
+    ``fit`` calls per minibatch, docs/architecture.md), and
     seconds per step of the public ``partial_fit`` (one epoch = 10 steps, wall
     time / steps taken, so it includes the fit loop's per-step bookkeeping);
     against a plain PyTorch step of the same ``nn.Sequential`` network on the same
@@ -39,7 +39,7 @@ import subprocess
 import sys
 import time
 
-from _common import library_version  # benchmarks/ is on sys.path when run as a script
+from _harness import library_version  # benchmarks/ is on sys.path when run as a script
 
 import numpy as np
 
@@ -130,27 +130,18 @@ def worker(cfg):
     slang_step = plain_step = None
     if kind in ("slang", "pair"):
         clf = make_slang()
-        try:
-            # The step fit() runs per minibatch (internal API, the cleanest thing to time).
-            gen = torch.Generator().manual_seed(seed)
-            spec = clf._spec()
-            Xb = clf._tensor(X[:bs])
-            yb = clf._target_tensor(clf._encode_targets(y[:bs]))
+        # The step fit() runs per minibatch, called through the family interface (the
+        # engine's internal contract, docs/architecture.md) on a copy of the fitted
+        # posterior: forward pass, curvature, precision and mean updates, no loop.
+        family, post, state, ctx, Xb, yb = slang_engine(clf, X[:bs], y[:bs], seed)
+        with torch.no_grad():
+            family.step(post, state, Xb, yb, ctx)
+
+        def slang_step():
             with torch.no_grad():
-                clf._step(Xb, yb, N_ROWS, gen, spec)
+                family.step(post, state, Xb, yb, ctx)
 
-            def slang_step():
-                with torch.no_grad():
-                    clf._step(Xb, yb, N_ROWS, gen, spec)
-
-            out["timed"] = "_step"
-        except (AttributeError, TypeError) as e:  # internal API changed: time the public path instead
-            spec = None
-
-            def slang_step():
-                clf.partial_fit(X[:bs], y[:bs])
-
-            out["timed"] = f"partial_fit on one batch ({type(e).__name__} with _step)"
+        out["timed"] = "SLANGFamily.step"
         out["path"] = "generic vmap" if cfg.get("generic") else "dense"
 
     if kind in ("plain", "pair"):
@@ -188,7 +179,7 @@ def worker(cfg):
             out[name + "_all"] = ts
             out[name + "_faults_mb"] = faults[name] / (blocks * steps) * resource.getpagesize() / 2**20
     if kind in ("slang", "pair"):
-        out["finite"] = bool(clf.posterior_.is_finite()) if hasattr(clf.posterior_, "is_finite") else None
+        out["finite"] = bool(post.is_finite())
 
     if cfg.get("partial_fit"):
         # The public path: partial_fit epochs of N_ROWS / bs steps each.
@@ -202,77 +193,87 @@ def worker(cfg):
         out["partial_fit"] = float(np.median(per))
         out["partial_fit_all"] = per
 
-    if cfg.get("breakdown") and spec is not None:
-        out["breakdown"] = breakdown(clf, Xb, yb, gen, spec, reps=int(cfg["breakdown"]))
+    if cfg.get("breakdown"):
+        out["breakdown"] = breakdown(family, post, state, ctx, Xb, yb, reps=int(cfg["breakdown"]))
     return out
 
 
-def breakdown(clf, Xb, yb, gen, spec, reps):
-    """Median seconds of each part of one SLANG step, calling the library's own pieces
-    in the order ``_step`` does (the posterior state is left untouched). Parts whose
-    internal API is missing in this version of skbayes are skipped."""
+def slang_engine(clf, Xb, yb, seed):
+    """What one SLANG step reads, rebuilt from the fitted estimator's public attributes.
+
+    Returns ``(family, posterior copy, family state, StepContext, Xb, yb)`` as tensors.
+    """
+    import copy
+
     import torch
 
-    from skbayes import curvature as C
-    from skbayes import linalg
-    from skbayes.posteriors import slang_precision_update
+    from skbayes._families.base import StepContext
+    from skbayes._families.slang import SLANGFamily
+    from skbayes._likelihoods import Categorical
+    from skbayes._networks import NetworkForward, ParamLayout
 
-    post = clf.posterior_
-    L = int(clf.rank)
-    S = int(clf.mc_samples)
+    module = clf.module_
+    forward = NetworkForward(module, ParamLayout(module), Xb.shape[1])
+    post = copy.deepcopy(clf.posterior_)
+    family = SLANGFamily(clf.get_params())
+    state = {"momentum": torch.zeros_like(post.mean_t)}
+    ctx = StepContext(forward=forward, likelihood=Categorical(N_CLASSES), n_train=N_ROWS,
+                      generator=torch.Generator().manual_seed(seed), t=1, kl_scale=1.0,
+                      mc_samples=int(clf.mc_samples))
+    dtype = post.mean_t.dtype
+    return family, post, state, ctx, torch.as_tensor(Xb, dtype=dtype), torch.as_tensor(yb)
+
+
+def breakdown(family, post, state, ctx, Xb, yb, reps):
+    """Median seconds of each part of one SLANG step, calling the engine's own pieces in
+    the order ``SLANGFamily.step`` does (the posterior state is left untouched)."""
+    import copy
+
+    import torch
+
+    from skbayes._curvature import per_example_curvature
+    from skbayes._linalg import top_eig_from_gram
+    from skbayes.posteriors.lowrank import slang_precision_update
+
+    L = int(family.rank)
+    S = ctx.mc_samples
     M = Xb.shape[0]
     scale = N_ROWS / (M * S)
     parts = {}
 
     def tm(name, f):
-        try:
-            ts = []
-            for _ in range(reps):
-                t0 = time.perf_counter()
-                r = f()
-                ts.append(time.perf_counter() - t0)
-        except Exception as e:  # an internal API that changed: report, do not fail the benchmark
-            parts[name] = f"n/a ({type(e).__name__})"
-            return None
+        ts = []
+        for _ in range(reps):
+            t0 = time.perf_counter()
+            r = f()
+            ts.append(time.perf_counter() - t0)
         parts[name] = float(np.median(ts))
         return r
 
-    def curvature(theta):
-        if hasattr(clf, "_curvature"):
-            return clf._curvature(theta, Xb, yb, spec)
-        return C.dense_curvature(spec, theta, Xb, yb, clf._likelihood)
-
     with torch.no_grad():
-        theta = tm("sample theta ~ q (posterior_.sample_t)", lambda: post.sample_t(S, generator=gen))
-        res = tm("forward + backward to layer outputs (curvature)", lambda: curvature(theta))
-        if res is None:
-            return parts
-        curv = res[0]
+        theta = tm("sample theta ~ q (posterior.sample_t)", lambda: post.sample_t(S, generator=ctx.generator))
+        curv = tm("forward + backward to layer outputs (curvature)",
+                  lambda: per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood))[0]
         U, d = post.U_t, post.d_t
-        Ud = tm("precision update (slang_precision_update), total",
-                lambda: slang_precision_update(U, d, curv, scale, 0.05, 1.0, L))
+        tm("precision update (slang_precision_update), total",
+           lambda: slang_precision_update(U, d, curv, scale, 0.05, 1.0, L))
         tm("  of which sq_sum: diag(G^T G)", curv.sq_sum)
         if L > 0 and U.shape[1] > 0:
             GU = tm("  of which project: G U", lambda: curv.project(U))
             tm("  of which gram: G G^T", curv.gram)
-            if GU is not None:
-                m = L + curv.n
-                K = torch.zeros(m, m, dtype=GU.dtype)
-                K[:L, :L] = U.T @ U
-                K[L:, L:] = curv.gram()
-                K[L:, :L] = GU
-                K[:L, L:] = GU.T
-                V = tm("  of which eigh of the (L+M)x(L+M) Gram", lambda: linalg.top_eig_from_gram(K, L))
-                if V is not None:
-                    tm("  of which combine: G^T V", lambda: curv.combine(V[1][L:]))
+            m = L + curv.n
+            K = torch.zeros(m, m, dtype=GU.dtype)
+            K[:L, :L] = U.T @ U
+            K[L:, L:] = curv.gram()
+            K[L:, :L] = GU
+            K[:L, L:] = GU.T
+            V = tm("  of which eigh of the (L+M)x(L+M) Gram", lambda: top_eig_from_gram(K, L))
+            tm("  of which combine: G^T V", lambda: curv.combine(V[1][L:]))
         g = tm("gradient sum (grad_sum)", curv.grad_sum)
-        if g is not None:
-            tm("mean step (posterior_.solve_t, Woodbury)", lambda: post.solve_t(g + post.mean_t))
-        if hasattr(post, "is_finite"):
-            tm("fit loop: posterior_.is_finite() per step", post.is_finite)
-        elif hasattr(clf, "_finite_state"):
-            tm("fit loop: _finite_state() per step", clf._finite_state)
-        tm("fit loop: _snapshot() per epoch", clf._snapshot)
+        tm("mean step (posterior.solve_t, Woodbury)", lambda: post.solve_t(g + post.mean_t))
+        tm("fit loop: posterior.is_finite() per step", post.is_finite)
+        tm("fit loop: snapshot (deep copy of posterior and state) per epoch",
+           lambda: (copy.deepcopy(post), copy.deepcopy(state)))
     return parts
 
 
@@ -379,9 +380,9 @@ def main(argv=None):
             if isinstance(v, str):
                 print(f"| {k} | {v} | |")
                 continue
-            share = f"{100 * v / tot:.0f}%" if not k.startswith("fit loop") else "(outside _step)"
+            share = f"{100 * v / tot:.0f}%" if not k.startswith("fit loop") else "(outside the step)"
             print(f"| {k} | {ms(v)} | {share} |")
-        print(f"| **whole _step** | **{ms(tot)}** | 100% |")
+        print(f"| **whole step** | **{ms(tot)}** | 100% |")
         print(f"| plain Adam step, for scale | {ms(head[1]['plain'])} | |\n")
 
     # (b) scaling in D ---------------------------------------------------------

@@ -35,7 +35,7 @@ import sys
 import time
 import warnings
 
-from _common import library_version  # benchmarks/ is on sys.path when run as a script
+from _harness import library_version  # benchmarks/ is on sys.path when run as a script
 
 import numpy as np
 
@@ -387,7 +387,6 @@ def fmt_ms(vals, nd=3):
 
 def main(argv=None):
     args = parse_args(argv)
-    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
     import torch
 
     from joblib import Parallel, delayed

@@ -16,8 +16,7 @@ kfac       ``NoisyKFAC*``                                   Kronecker-factored G
 ekfac      ``NoisyEKFAC*``                                  eigenvalue-corrected Kronecker Gaussian
 =========  ===============================================  =======================================
 
-Regression (the protocol of ``bench_uci.py``, whose loaders, splits and helpers
-are imported): one hidden layer of 50 ReLU units (100 for Protein), random
+Regression (the protocol of ``bench_uci.py``; both scripts share ``_harness.py``): one hidden layer of 50 ReLU units (100 for Protein), random
 90/10 splits (split ``k`` is ``RandomState(k).permutation``), inputs
 standardised with the training split's statistics, metrics in the units of
 ``y``: RMSE of the predictive mean over 100 posterior samples and the test
@@ -73,16 +72,12 @@ import os
 import platform
 import sys
 import time
-import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _uci_data  # noqa: E402
-from _common import library_version  # noqa: E402
-from bench_uci import fmt, mean_se  # noqa: E402
-from bench_uci import split as uci_split  # noqa: E402
+import _uci_data  # benchmarks/ is on sys.path when run as a script
+from _harness import LABEL, fmt, library_version, make_estimator, mean_se, run_job, standardise, stratified_split, uci_split
 
 # name: (task, hidden units, batch size, epochs, splits)
 CONFIG = {
@@ -100,48 +95,6 @@ QUICK_EPOCHS = {"boston": 75, "concrete": 250, "wine": 25, "yacht": 250, "power"
                 "breast_cancer": 50, "digits": 25}
 
 METHODS = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
-LABEL = {
-    "slang": "SLANG L=8",
-    "vogn": "VOGN",
-    "vadam": "Vadam",
-    "vprop": "Vprop",
-    "bbb": "BBB",
-    "mcdropout": "MC dropout",
-    "kfac": "noisy K-FAC",
-    "ekfac": "noisy EK-FAC",
-}
-
-
-def make_estimator(method, task, hidden, batch, epochs, seed):
-    """The estimator with its defaults and the protocol's fixed epochs and batch."""
-    import skbayes
-
-    kind = "Regressor" if task == "reg" else "Classifier"
-    name, extra = {
-        "slang": ("SLANG", {"rank": 8}),
-        "vogn": ("VOGN", {}),
-        "vadam": ("Vadam", {"method": "vadam"}),
-        "vprop": ("Vadam", {"method": "vprop"}),
-        "bbb": ("BBB", {}),
-        "mcdropout": ("MCDropout", {}),
-        "kfac": ("NoisyKFAC", {}),
-        "ekfac": ("NoisyEKFAC", {}),
-    }[method]
-    cls = getattr(skbayes, name + kind)
-    return cls(hidden_layer_sizes=(hidden,), batch_size=batch, max_iter=epochs, tol=0.0,
-               n_iter_no_change=10**9, random_state=seed, **extra)
-
-
-def decayed_params(est, factor):
-    """The step sizes multiplied by ``factor`` for the second half of training."""
-    p = est.get_params()
-    lr = est._learning_rate() if isinstance(p["learning_rate"], str) else p["learning_rate"]
-    out = {"learning_rate": lr * factor}
-    for name in ("beta", "factor_decay", "scale_decay"):
-        if name in p:
-            out[name] = p[name] * factor
-    return out
-
 
 _DATA = {}
 
@@ -162,73 +115,19 @@ def split(dataset, k):
     X, y = load(dataset)
     if CONFIG[dataset][0] == "reg":
         return uci_split(len(y), k)
-    from sklearn.model_selection import train_test_split
-
-    idx = np.arange(len(y))
-    return train_test_split(idx, test_size=0.3, stratify=y, random_state=k)
+    return stratified_split(y, k)
 
 
 def run_one(job):
     """Fit one method on one split; returns a dict of metrics (runs in a worker)."""
-    import torch
-    from sklearn.metrics import log_loss
-
-    from skbayes.metrics import expected_calibration_error, mixture_log_likelihood
-
-    torch.set_num_threads(1)
     dataset, method, k, epochs = job
     task, hidden, batch = CONFIG[dataset][:3]
     X, y = load(dataset)
     tr, te = split(dataset, k)
-    mu, sd = X[tr].mean(0), X[tr].std(0)
-    sd[sd == 0] = 1.0
-    Xtr, Xte = (X[tr] - mu) / sd, (X[te] - mu) / sd
+    Xtr, Xte = standardise(X, tr, te)
     est = make_estimator(method, task, hidden, batch, epochs, seed=k)
-    first = epochs // 2
-    problems = []
-    t0, c0 = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        try:
-            est.set_params(max_iter=first).fit(Xtr, y[tr])
-            if epochs - first > 0 and not est._diverged:
-                est.set_params(max_iter=epochs - first, warm_start=True, **decayed_params(est, 0.1))
-                est.fit(Xtr, y[tr])
-        except Exception as exc:  # a failure is a result, not a crash of the benchmark
-            problems.append(f"{type(exc).__name__}: {exc}")
-    fit_time, cpu_time = time.perf_counter() - t0, time.process_time() - c0
-    for w in caught:
-        msg = str(w.message)
-        if "maximum iterations" not in msg:
-            problems.append(msg.split(": training stopped")[0])
-    n_ep = int(getattr(est, "n_iter_", 0))
-    out = dict(dataset=dataset, method=method, split=k, task=task, n_epochs=n_ep,
-               sec_per_epoch=fit_time / max(n_ep, 1), cpu_per_epoch=cpu_time / max(n_ep, 1),
-               problems=problems)
-    nan = dict(rmse=math.nan, ll=math.nan) if task == "reg" else dict(error=math.nan, logloss=math.nan,
-                                                                       ece=math.nan)
-    if not hasattr(est, "posterior_"):
-        out.update(nan)
-        return out
-    try:
-        with np.errstate(all="ignore"):
-            if task == "reg":
-                f = est._predict_outputs(Xte, n_samples=100)[..., 0].cpu().numpy().astype(np.float64)
-                f = est._y_mean + est._y_std * f
-                noise_std = math.sqrt(est._noise.noise_variance) * est._y_std
-                out["rmse"] = float(np.sqrt(np.mean((f.mean(0) - y[te]) ** 2)))
-                out["ll"] = mixture_log_likelihood(y[te], f, noise_std)
-                out["noise_std"] = noise_std
-            else:
-                proba = est.predict_proba(Xte)
-                yi = np.searchsorted(est.classes_, y[te])
-                out["error"] = float(np.mean(proba.argmax(1) != yi))
-                out["logloss"] = float(log_loss(yi, np.clip(proba, 1e-15, 1.0),
-                                                labels=np.arange(len(est.classes_))))
-                out["ece"] = expected_calibration_error(yi, proba)
-    except (FloatingPointError, ValueError, RuntimeError) as exc:
-        out.update(nan)
-        out["problems"].append(f"prediction: {exc}")
+    out = run_job(est, Xtr, y[tr], Xte, y[te], task, epochs)
+    out.update(dataset=dataset, method=method, split=k)
     return out
 
 

@@ -54,17 +54,14 @@ Options: --datasets boston,yacht  --methods kfac,ekfac  --splits 3  --epochs 50 
 import argparse
 import ast
 import json
-import math
-import os
 import sys
 import time
-import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import _uci_data  # noqa: E402
+import _uci_data  # benchmarks/ is on sys.path when run as a script
+from _harness import LABEL, fmt, library_version, make_estimator, mean_se, run_job, standardise, uci_split
 
 # name: (hidden units, batch size, epochs, splits)
 CONFIG = {
@@ -78,12 +75,6 @@ CONFIG = {
 QUICK = {"boston": 40, "concrete": 30, "wine": 15, "yacht": 60, "power": 5, "protein": 2}
 
 METHODS = ("kfac", "ekfac", "slang1", "slang8")
-LABEL = {
-    "kfac": "noisy K-FAC",
-    "ekfac": "noisy EK-FAC",
-    "slang1": "SLANG L=1",
-    "slang8": "SLANG L=8",
-}
 
 # Noisy EK-FAC paper (Bae, Zhang & Grosse 2018), Table 1: (RMSE, sd-err, LL, sd-err).
 PAPER_EKFAC_TABLE1 = {
@@ -123,119 +114,21 @@ def reference(dataset, method):
     return "", None
 
 
-def make_estimator(method, hidden, batch, epochs, seed, overrides=None):
-    from skbayes import NoisyEKFACRegressor, NoisyKFACRegressor, SLANGRegressor
-
-    common = dict(hidden_layer_sizes=(hidden,), batch_size=batch, max_iter=epochs, tol=0.0,
-                  n_iter_no_change=10**9, random_state=seed)
-    if method == "kfac":
-        est = NoisyKFACRegressor(**common)
-    elif method == "ekfac":
-        est = NoisyEKFACRegressor(**common)
-    elif method == "slang1":
-        est = SLANGRegressor(rank=1, **common)
-    elif method == "slang8":
-        est = SLANGRegressor(rank=8, **common)
-    else:
-        raise ValueError(method)
-    return est.set_params(**(overrides or {}))
-
-
-def decayed_params(est, factor):
-    """The step sizes the paper decays by 0.1 for the second half of training."""
-    names = ["learning_rate"]
-    names += ["beta"] if "beta" in est.get_params() else ["factor_decay"]
-    if "scale_decay" in est.get_params():
-        names.append("scale_decay")
-    return {k: est.get_params()[k] * factor for k in names}
-
-
-def split(n, k):
-    perm = np.random.RandomState(k).permutation(n)
-    n_train = int(round(0.9 * n))
-    return perm[:n_train], perm[n_train:]
-
-
 _DATA = {}
 
 
 def run_one(job):
     """Fit one method on one split; returns a dict of metrics (runs in a worker)."""
-    import torch
-
-    from skbayes.metrics import mixture_log_likelihood
-
-    torch.set_num_threads(1)
     dataset, method, k, hidden, batch, epochs, decay, overrides = job
     if dataset not in _DATA:
         _DATA[dataset] = _uci_data.load(dataset)
     X, y = _DATA[dataset]
-    tr, te = split(len(y), k)
-    mu, sd = X[tr].mean(0), X[tr].std(0)
-    sd[sd == 0] = 1.0
-    Xtr, Xte = (X[tr] - mu) / sd, (X[te] - mu) / sd
-    est = make_estimator(method, hidden, batch, epochs, seed=k, overrides=overrides)
-    first = epochs // 2 if decay else epochs
-    problems = []
-    t0, c0 = time.perf_counter(), time.process_time()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        est.set_params(max_iter=first).fit(Xtr, y[tr])
-        if decay and epochs - first > 0 and not est._diverged:
-            est.set_params(max_iter=epochs - first, warm_start=True, **decayed_params(est, 0.1))
-            est.fit(Xtr, y[tr])
-    fit_time, cpu_time = time.perf_counter() - t0, time.process_time() - c0
-    for w in caught:
-        msg = str(w.message)
-        if "maximum iterations" not in msg:
-            problems.append(msg.split(": training stopped")[0])
-    out = dict(dataset=dataset, method=method, split=k, n_epochs=int(est.n_iter_),
-               sec_per_epoch=fit_time / max(est.n_iter_, 1), cpu_per_epoch=cpu_time / max(est.n_iter_, 1),
-               problems=problems)
-    try:
-        f = est._predict_outputs(Xte, n_samples=100)[..., 0].cpu().numpy().astype(np.float64)
-    except FloatingPointError as exc:
-        out.update(rmse=math.nan, ll=math.nan)
-        out["problems"].append(str(exc))
-        return out
-    f = est._y_mean + est._y_std * f
-    noise_std = math.sqrt(est._noise.noise_variance) * est._y_std
-    out["rmse"] = float(np.sqrt(np.mean((f.mean(0) - y[te]) ** 2)))
-    out["ll"] = mixture_log_likelihood(y[te], f, noise_std)
-    out["noise_std"] = noise_std
+    tr, te = uci_split(len(y), k)
+    Xtr, Xte = standardise(X, tr, te)
+    est = make_estimator(method, "reg", hidden, batch, epochs, seed=k, overrides=overrides)
+    out = run_job(est, Xtr, y[tr], Xte, y[te], "reg", epochs, decay)
+    out.update(dataset=dataset, method=method, split=k)
     return out
-
-
-def provenance():
-    """The skbayes that runs (path, version, git commit of its checkout if any)."""
-    import subprocess
-
-    import skbayes
-
-    src = os.path.dirname(os.path.dirname(os.path.abspath(skbayes.__file__)))
-    info = f"skbayes {skbayes.__version__} from {src}"
-    try:
-        commit = subprocess.run(["git", "-C", src, "rev-parse", "--short", "HEAD"], capture_output=True,
-                                text=True, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "-C", src, "status", "--porcelain", "--", "skbayes"],
-                               capture_output=True, text=True, check=True).stdout.strip()
-        info += f", commit {commit}" + (" + uncommitted changes in skbayes/" if dirty else "")
-    except (OSError, subprocess.CalledProcessError):
-        pass
-    return info
-
-
-def mean_se(v):
-    v = np.asarray(v, dtype=float)
-    if len(v) < 2:
-        return float(np.mean(v)), math.nan
-    return float(np.mean(v)), float(np.std(v, ddof=1) / math.sqrt(len(v)))
-
-
-def fmt(m, se, digits):
-    if not np.isfinite(m):
-        return "nan"
-    return f"{m:.{digits}f} ± {se:.{digits}f}" if np.isfinite(se) else f"{m:.{digits}f}"
 
 
 def main(argv=None):
@@ -294,7 +187,7 @@ def main(argv=None):
         return 1
     # Largest sets first, so the two workers finish together.
     order = sorted(range(len(jobs)), key=lambda i: -shapes[jobs[i][0]][0] * jobs[i][5])
-    print(provenance())
+    print(library_version())
     print(f"{len(jobs)} fits on {args.jobs} worker(s) (1 torch thread each)")
     for d in shapes:
         hidden, batch, epochs, n_splits = next((j[3], j[4], j[5], None) for j in jobs if j[0] == d)

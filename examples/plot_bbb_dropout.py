@@ -38,15 +38,7 @@ import torch  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from skbayes import BBBRegressor, MCDropoutRegressor  # noqa: E402
-
-NOISE_STD = 3.0
-
-
-def make_data(n=30, seed=0):
-    rng = np.random.RandomState(seed)
-    X = rng.uniform(-4.0, 4.0, size=(n, 1))
-    y = X[:, 0] ** 3 + NOISE_STD * rng.standard_normal(n)
-    return X, y
+from _toy_data import NOISE_STD, make_data  # examples/ is on sys.path when run as a script  # noqa: E402
 
 
 def main(argv=None):

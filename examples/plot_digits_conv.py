@@ -166,7 +166,7 @@ def main(argv=None):
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf.fit(X_train, y_train)
     t_bayes = time.perf_counter() - t0
-    if getattr(clf, "_diverged", False):
+    if clf.diverged_:
         print("warning: NoisyEKFACClassifier diverged and reverted to an earlier epoch")
 
     t0 = time.perf_counter()

@@ -42,9 +42,7 @@ def main():
     for j, init in enumerate(INITS):
         for i, epochs in enumerate((0, args.epochs)):
             est = SLANGRegressor(hidden_layer_sizes=(50, 50), init=init, random_state=0, predict_samples=50,
-                                 max_iter=max(epochs, 1), tol=0, n_iter_no_change=10**6)
-            if epochs == 0:  # initialisation only
-                est._fit_loop = lambda X, y, n, inc, e=est: (e._layout.load_into(e.module_, e.posterior_.mean_t), e._finalize())
+                                 max_iter=epochs, tol=0, n_iter_no_change=10**6)  # max_iter=0: init only
             est.fit(X, y)
             m, s = est.predict(G, return_std=True)
             r2 = est.score(X, y)

@@ -5,9 +5,8 @@ papers compare against (Vadam/Vprop, Bayes by Backprop, MC dropout)."""
 from .bbb import BBBClassifier, BBBRegressor
 from .dropout import MCDropoutClassifier, MCDropoutRegressor
 from .kfac import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
-from .kronecker import KroneckerGaussian
 from .linear_model import BayesianLinearRegression
-from .posteriors import LowRankGaussian
+from .posteriors import DiagonalGaussian, DropoutPosterior, KroneckerGaussian, LowRankGaussian, SoftplusGaussian
 from .slang import SLANGClassifier, SLANGRegressor
 from .vadam import VadamClassifier, VadamRegressor
 from .vogn import VOGNClassifier, VOGNRegressor
@@ -31,6 +30,9 @@ __all__ = [
     "MCDropoutClassifier",
     "BayesianLinearRegression",
     "LowRankGaussian",
+    "DiagonalGaussian",
+    "SoftplusGaussian",
     "KroneckerGaussian",
+    "DropoutPosterior",
     "__version__",
 ]

@@ -17,8 +17,12 @@ from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 from skbayes import BBBClassifier, BBBRegressor, MCDropoutClassifier, MCDropoutRegressor
-from skbayes.bbb import SoftplusGaussian, adam_update, diag_gaussian_kl, inverse_softplus
-from skbayes.dropout import DropoutPosterior
+from skbayes._families.base import adam_update
+from skbayes.posteriors import SoftplusGaussian
+from skbayes.posteriors.softplus import diag_gaussian_kl, inverse_softplus
+
+from conftest import step_context
+from skbayes.posteriors import DropoutPosterior
 
 DT = torch.float64
 REGRESSORS = [BBBRegressor, MCDropoutRegressor]
@@ -84,15 +88,15 @@ def test_softplus_parameterisation_and_closed_form_kl_against_monte_carlo():
     np.testing.assert_allclose(q.precision(), np.diag(sigma.numpy() ** -2.0))
 
 
-def _grad_draws(est, mu0, rho0, Xb, yb, N, n_draws, seed, spec="auto"):
+def _grad_draws(est, mu0, rho0, Xb, yb, N, n_draws, seed, dense=True):
     """``n_draws`` independent one-sample gradient estimates of the negative ELBO w.r.t. (mu, rho)."""
-    spec = est._spec() if spec == "auto" else spec
     gen = torch.Generator().manual_seed(seed)
+    family, ctx = step_context(est, gen, N, dense=dense)
     out = []
     for _ in range(n_draws):
         mu = mu0.clone().requires_grad_(True)
         rho = rho0.clone().requires_grad_(True)
-        loss = est._neg_elbo_estimate(mu, rho, Xb, yb, N, gen, spec)[0]
+        loss = family.neg_elbo_estimate(mu, rho, Xb, yb, ctx)[0]
         out.append(torch.cat(torch.autograd.grad(loss, (mu, rho))))
     return torch.stack(out)
 
@@ -111,7 +115,7 @@ def test_bbb_gradient_is_unbiased_for_the_closed_form_expectation(local_reparam)
     y = X @ np.array([1.0, -2.0, 0.5]) + 0.3
     est = BBBRegressor(hidden_layer_sizes=(), noise_precision=4.0, max_iter=1, local_reparam=local_reparam,
                        mc_samples=1, kl_weight=0.5, random_state=0).fit(X, y)
-    assert est._uses_lrt(est._spec()) == local_reparam
+    assert (est.local_reparam and est._forward.dense) == local_reparam
     Xb, yb = torch.as_tensor(X), torch.as_tensor(est._encode_targets(y))
     N, D = 40, 4
     g = torch.Generator().manual_seed(3)
@@ -149,7 +153,8 @@ def test_local_reparameterisation_has_the_expected_gradient_of_weight_sampling()
     # reference: S = 100 000 weight samples in one estimate
     ws.mc_samples = 100_000
     mu, rho = mu0.clone().requires_grad_(True), rho0.clone().requires_grad_(True)
-    ref = torch.cat(torch.autograd.grad(ws._neg_elbo_estimate(mu, rho, Xb, yb, N, g, ws._spec())[0], (mu, rho)))
+    family, ctx = step_context(ws, g, N)
+    ref = torch.cat(torch.autograd.grad(family.neg_elbo_estimate(mu, rho, Xb, yb, ctx)[0], (mu, rho)))
     ws.mc_samples = 1
     d_lrt = _grad_draws(lrt, mu0, rho0, Xb, yb, N, 3000, seed=21)
     d_ws = _grad_draws(ws, mu0, rho0, Xb, yb, N, 3000, seed=22)
@@ -157,7 +162,7 @@ def test_local_reparameterisation_has_the_expected_gradient_of_weight_sampling()
     _assert_unbiased(d_ws, ref)
     assert d_lrt.var(0).sum() < d_ws.var(0).sum()
     # the generic (functional_call) path draws the same weights as the dense one
-    d_gen = _grad_draws(ws, mu0, rho0, Xb, yb, N, 20, seed=22, spec=None)
+    d_gen = _grad_draws(ws, mu0, rho0, Xb, yb, N, 20, seed=22, dense=False)
     torch.testing.assert_close(d_gen, d_ws[:20], rtol=1e-10, atol=1e-12)
 
 
@@ -166,11 +171,11 @@ def test_bbb_initial_variances_and_step_bookkeeping():
     est = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default",
                        random_state=0)
     est.fit(X, y)
-    assert est.t_ == 1 and est._opt_state["step"] == 1
+    assert est.t_ == 1 and est._state["step"] == 1
     # one Adam step of size lr from sigma^2 = 1 / (N + lambda): every |change| of rho is about lr
     fresh = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default",
                          random_state=0)
-    fresh._fit(X, y, incremental=True)  # one epoch = one step
+    fresh.partial_fit(X, y)  # one epoch = one step
     rho_init = inverse_softplus(torch.full((est.posterior_.n_params,), (1 / 102.0) ** 0.5, dtype=DT)).numpy()
     np.testing.assert_allclose(np.abs(fresh.posterior_.rho - rho_init), 0.01, rtol=1e-3)
     it = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, init="iblm", iblm_batch_size=50, random_state=0)
@@ -204,7 +209,7 @@ def test_masked_weight_distribution_mean_variance_and_covariance():
     for m in post.masked_layers:
         sl = slice(m["offset"], m["offset"] + m["shape"][0] * m["shape"][1])
         torch.testing.assert_close(var[sl], w[sl] ** 2 * m["rate"] / (1 - m["rate"]))
-    biases = [o for n, o in zip(est._layout.names, est._layout.offsets) if n.endswith("bias")]
+    biases = [o for n, o in zip(est._forward.layout.names, est._forward.layout.offsets) if n.endswith("bias")]
     assert all(var[o] == 0 for o in biases) and torch.all(theta[:, biases] == w[biases])
     # exact covariance against the empirical one; a column of a layer moves as one
     C = torch.as_tensor(post.covariance())
@@ -234,7 +239,7 @@ def test_weight_masks_are_dropout_on_the_hidden_units():
     theta = post.sample_t(5, generator=gen)
     W1, b1, W2, b2, W3, b3 = (torch.as_tensor(p.detach()) for p in net.parameters())
     for s in range(5):
-        views = est._layout.unflatten(theta[s])
+        views = est._forward.layout.unflatten(theta[s])
         m2 = (views["2.weight"][0] != 0).to(DT)
         m3 = (views["4.weight"][0] != 0).to(DT)
         h = torch.relu(Xt @ W1.T + b1) * m2 / 0.6
@@ -278,12 +283,13 @@ def test_training_masks_are_per_example_and_match_prediction_masks():
         kw = dict(hidden_layer_sizes=(6, 6), module=module, dropout=0.3, max_iter=1, random_state=0)
         est = MCDropoutClassifier(**kw).fit(X, y)
         if module is not None:
-            assert est._spec() is None and [m["name"] for m in est.posterior_.masked_layers] == ["5", "7"]
+            assert not est._forward.dense and [m["name"] for m in est.posterior_.masked_layers] == ["5", "7"]
         row = torch.as_tensor(np.repeat(X[:1], 20_000, 0))
         theta = est.posterior_.mean_t
         gen = torch.Generator().manual_seed(0)
         with torch.no_grad():
-            f_train = est._train_outputs(theta, row, 1, gen, est._spec())[0]
+            family, ctx = step_context(est, gen, len(row), mc_samples=1)
+            f_train = family.train_outputs(est.posterior_, theta, row, ctx)[0]
         assert torch.unique(f_train[:, 0]).numel() > 10
         f_pred = est._outputs(row[:1], n_samples=20_000)[:, 0]
         se = (f_train.var(0) / 20_000 + f_pred.var(0) / 20_000).sqrt()
@@ -301,7 +307,9 @@ def test_custom_modules_bbb_fallback_and_dropout_layers_refused():
         clf.fit(X, y)
         assert clf.posterior_.mean.dtype == np.float32
         assert clf.score(X, y) > 0.8
-    assert not BBBClassifier(module=_conv)._uses_lrt(None)  # weight sampling for non-dense modules
+    # weight sampling (not the local reparameterisation) for non-dense modules
+    bbb = BBBClassifier(module=_conv, max_iter=1, batch_size=32, random_state=0).fit(X, y)
+    assert bbb.local_reparam and not bbb._forward.dense
     with pytest.raises(ValueError, match="nn.Dropout"):
         MCDropoutClassifier(module=lambda i, o: nn.Sequential(nn.Linear(i, 5), nn.Dropout(0.5), nn.Linear(5, o)),
                             max_iter=1).fit(X, y)
@@ -371,9 +379,9 @@ def test_pipeline_clone_pickle_and_partial_fit(Reg, Clf, tmp_path):
 def test_warm_start_and_early_stopping(Clf):
     X, y = make_classification(n_samples=300, n_features=5, random_state=1)
     est = Clf(warm_start=True, **FAST).fit(X, y)
-    t1, steps1 = est.t_, est._opt_state["step"]
+    t1, steps1 = est.t_, est._state["step"]
     est.fit(X, y)  # continues: the optimiser's step count (Adam's bias correction) too
-    assert est.t_ > t1 and est._opt_state["step"] == est.t_ > steps1
+    assert est.t_ > t1 and est._state["step"] == est.t_ > steps1
     clf = Clf(hidden_layer_sizes=(16,), early_stopping=True, n_iter_no_change=3, max_iter=200, random_state=0)
     clf.fit(X, y)
     assert clf.n_iter_ < 200 and len(clf.validation_scores_) == clf.n_iter_

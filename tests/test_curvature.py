@@ -4,9 +4,9 @@ import pytest
 import torch
 from torch import nn
 
-from skbayes.curvature import dense_curvature, generic_curvature
-from skbayes.likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
-from skbayes.networks import DenseSpec, ParamLayout
+from skbayes._curvature import dense_curvature, generic_curvature
+from skbayes._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
+from skbayes._networks import DenseSpec, ParamLayout
 
 DT = torch.float64
 

@@ -13,7 +13,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skbayes import BayesianLinearRegression, NoisyKFACClassifier, SLANGClassifier, SLANGRegressor
-from skbayes.blr import best_noise_variance, blr_log_evidence, blr_solve, dirichlet_transform
+from skbayes._init.batched_blr import best_noise_variance, blr_log_evidence, blr_solve, dirichlet_transform
 from skbayes.metrics import mixture_log_likelihood
 
 DT = torch.float64
@@ -74,8 +74,7 @@ def test_dirichlet_transform_matches_the_paper():
 
 def _init_only(est, X, y):
     """Fit with zero epochs: the posterior right after initialisation."""
-    est._fit_loop = lambda X, y, n, inc: (est._layout.load_into(est.module_, est.posterior_.mean_t), est._finalize())
-    return est.fit(X, y)
+    return est.set_params(max_iter=0).fit(X, y)
 
 
 def test_single_linear_layer_reproduces_the_blr_posterior_mean():
@@ -105,8 +104,8 @@ def test_classification_iblm_on_a_linear_layer_separates_the_classes():
 
 
 def _held_out_nll(est, X, y):
-    f = est._predict_outputs(X, n_samples=50)[..., 0].numpy() * est._y_std + est._y_mean
-    return -mixture_log_likelihood(y, f, np.sqrt(est._noise.noise_variance) * est._y_std)
+    f = est.sample_outputs(X, n_samples=50)[..., 0]
+    return -mixture_log_likelihood(y, f, est.noise_std_)
 
 
 def test_deep_net_iblm_starts_and_stays_ahead_on_diabetes():
@@ -177,7 +176,8 @@ def test_hidden_units_regress_on_local_minibatches_and_differ():
     minibatches (nearest rows of the layer input to a random anchor) make the units'
     regressions, hence their weights, differ. Each unit's mean is the BLR posterior
     mean on its own minibatch, which lies within the training set."""
-    import skbayes.init as init_mod
+    import skbayes._init.iblm as init_mod
+    from skbayes._networks import ordered_layers
 
     X, y = _toy(300)
     est = _init_only(SLANGRegressor(hidden_layer_sizes=(20,), iblm_batch_size=40, random_state=0), X, y)
@@ -190,9 +190,9 @@ def test_hidden_units_regress_on_local_minibatches_and_differ():
     # B rows nearest to its anchor (1-D inputs: an interval, far narrower than the data)
     gen = torch.Generator().manual_seed(0)
     Xt = torch.as_tensor(X)
-    layers = init_mod._ordered_layers(est.module_, est._layout, Xt)
+    layers = ordered_layers(est.module_, est._forward.layout, Xt)
     B = 75
-    idx = init_mod._local_minibatches(est.module_, est._layout, layers[0], est.posterior_.mean_t, Xt, 3, B, gen)
+    idx = init_mod._local_minibatches(est.module_, est._forward.layout, layers[0], est.posterior_.mean_t, Xt, 3, B, gen)
     for rows in idx.numpy():
         dist = np.abs(X[:, 0] - X[rows[0], 0])
         assert len(set(rows)) == B and rows[0] in rows

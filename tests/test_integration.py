@@ -69,14 +69,12 @@ def test_pipeline_and_cross_val_score(Reg, Clf):
     assert acc.mean() > 0.8
 
 
-@pytest.mark.parametrize("Reg,param", [(SLANGRegressor, "prior_precision"), (NoisyKFACRegressor, "prior_variance"),
-                                       (NoisyEKFACRegressor, "prior_variance"), (VOGNRegressor, "prior_precision"),
-                                       (VadamRegressor, "prior_precision"), (BBBRegressor, "prior_precision"),
-                                       (MCDropoutRegressor, "prior_precision")])
-def test_grid_search_parallel(Reg, param):
+@pytest.mark.parametrize("Reg", REGRESSORS)
+def test_grid_search_parallel(Reg):
+    """Every estimator names its weight prior prior_precision: one grid serves all."""
     X, y = _reg_data(150)
     pipe = make_pipeline(StandardScaler(), Reg(**FAST))
-    key = f"{Reg.__name__.lower()}__{param}"
+    key = f"{Reg.__name__.lower()}__prior_precision"
     gs = GridSearchCV(pipe, {key: [0.1, 10.0]}, cv=2, n_jobs=2)
     gs.fit(X, y)
     assert gs.best_params_[key] in (0.1, 10.0)
@@ -332,14 +330,15 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
     X, y = _reg_data(150)
     X = StandardScaler().fit_transform(X)
     kw = dict(hidden_layer_sizes=(8,), batch_size=32, tol=0, n_iter_no_change=10**6, random_state=0)
-    orig = Reg._kl
+    family = Reg._family
+    orig = family.kl
     calls = {"n": 0}
 
-    def rising_kl(self):
+    def rising_kl(self, *args):
         calls["n"] += 1
-        return orig(self) + (0.0 if calls["n"] <= 4 else 1e3 * X.shape[0])
+        return orig(self, *args) + (0.0 if calls["n"] <= 4 else 1e3 * X.shape[0])
 
-    monkeypatch.setattr(Reg, "_kl", rising_kl)
+    monkeypatch.setattr(family, "kl", rising_kl)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         est = Reg(max_iter=30, **kw).fit(X, y)
@@ -347,7 +346,7 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
     assert est.n_iter_ == 14 and len(est.loss_curve_) == 14
     best = int(np.argmin(est.loss_curve_)) + 1
     assert best <= 4
-    monkeypatch.setattr(Reg, "_kl", orig)
+    monkeypatch.setattr(family, "kl", orig)
     ref = Reg(max_iter=best, **kw).fit(X, y)
     np.testing.assert_array_equal(est.posterior_.mean, ref.posterior_.mean)
     np.testing.assert_array_equal(est.predict(X), ref.predict(X))
@@ -355,11 +354,11 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
     # a spike of 9 epochs (one short of the patience) is ridden out
     calls["n"] = 0
 
-    def spiky_kl(self):
+    def spiky_kl(self, *args):
         calls["n"] += 1
-        return orig(self) + (1e3 * X.shape[0] if 4 < calls["n"] <= 13 else 0.0)
+        return orig(self, *args) + (1e3 * X.shape[0] if 4 < calls["n"] <= 13 else 0.0)
 
-    monkeypatch.setattr(Reg, "_kl", spiky_kl)
+    monkeypatch.setattr(family, "kl", spiky_kl)
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         est = Reg(max_iter=20, **kw).fit(X, y)

@@ -9,18 +9,13 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
-import skbayes.kfac as kfac_mod
+import skbayes._families.kronecker as kfac_mod
 from skbayes import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
-from skbayes.kronecker import (
-    UnsupportedLayerError,
-    kron_batch,
-    kron_layers,
-    layer_grad,
-    layer_stats,
-    projected_second_moment,
-)
-from skbayes.likelihoods import Categorical
-from skbayes.networks import ParamLayout
+from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
+from skbayes._networks import kron_layers
+from skbayes.exceptions import UnsupportedLayerError
+from skbayes._likelihoods import Categorical
+from skbayes._networks import ParamLayout
 
 DT = torch.float64
 
@@ -51,7 +46,7 @@ def _dense_cov(est, layer_cov):
     post = est.posterior_
     D = post.mean.shape[0]
     out = np.zeros((D, D))
-    for l, st in zip(post.layers, est._opt_state["layers"]):
+    for l, st in zip(post.layers, est._state["layers"]):
         idx = l.vec_index().numpy()
         out[np.ix_(idx, idx)] = layer_cov(l, st)
     return out
@@ -75,7 +70,7 @@ def test_layer_matrix_layout_round_trip():
 
 
 def test_kfac_covariance_and_precision_equal_kronecker_formula():
-    est = _fit(NoisyKFACClassifier, kl_weight=0.7, prior_variance=2.0)
+    est = _fit(NoisyKFACClassifier, kl_weight=0.7, prior_precision=0.5)
     N = 60
     g_in = 0.7 / (N * 2.0)
 
@@ -91,7 +86,7 @@ def test_kfac_covariance_and_precision_equal_kronecker_formula():
     np.testing.assert_allclose(est.posterior_.precision(), np.linalg.inv(ref), rtol=1e-7, atol=1e-6)
     np.testing.assert_allclose(est.posterior_.variance(), np.diag(ref), rtol=1e-8, atol=1e-14)
     # pi is Martens & Grosse's trace ratio
-    st = est._opt_state["layers"][0]
+    st = est._state["layers"][0]
     n, p = st["A"].shape[0], st["S"].shape[0]
     assert st["pi"] == pytest.approx(math.sqrt((torch.trace(st["A"]) / n) / (torch.trace(st["S"]) / p)))
 
@@ -109,7 +104,7 @@ def test_ekfac_covariance_equals_eigenbasis_formula():
     ref = _dense_cov(est, cov)
     np.testing.assert_allclose(est.posterior_.covariance(), ref, rtol=1e-8, atol=1e-12)
     # R has moved away from the K-FAC products (the correction is real)
-    st = est._opt_state["layers"][0]
+    st = est._state["layers"][0]
     assert not torch.allclose(st["R"], st["lamA"][:, None] * st["lamS"][None, :])
 
 
@@ -128,7 +123,7 @@ def test_samplers_reproduce_the_covariance(Est):
 def test_ekfac_scale_equals_kfac_products_right_after_reset():
     est = _fit(NoisyEKFACClassifier, max_iter=1, eig_interval=100, rescale_reset_interval=3)
     assert est.t_ == 3
-    for st in est._opt_state["layers"]:
+    for st in est._state["layers"]:
         torch.testing.assert_close(st["R"], st["lamA"][:, None] * st["lamS"][None, :], rtol=0, atol=0)
 
 
@@ -242,7 +237,7 @@ def test_mean_step_equals_dense_preconditioned_step(monkeypatch, Est):
     N, g_in = 60, 1.0 / 60
     gamma = g_in + 0.01
     step = torch.zeros_like(mean_before)
-    for l, st, (A, Dt, _) in zip(est.posterior_.layers, est._opt_state["layers"], rows):
+    for l, st, (A, Dt, _) in zip(est.posterior_.layers, est._state["layers"], rows):
         V = -layer_grad(A, Dt) - g_in * l.flat_to_mat(theta.mean(0))
         if Est is NoisyKFACClassifier:
             sg, pi = math.sqrt(gamma), st["pi"]

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 import torch
 
-from skbayes import linalg
+from skbayes import _linalg as linalg
 
 torch.set_default_dtype(torch.float64)
 

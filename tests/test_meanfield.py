@@ -17,8 +17,8 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from torch import nn
 
-import skbayes._base as base_mod
-import skbayes.vadam as vadam_mod
+import skbayes._curvature.per_example as curv_mod
+import skbayes._families.meanfield as vadam_mod
 from skbayes import (
     SLANGClassifier,
     SLANGRegressor,
@@ -142,11 +142,11 @@ class _Recorder:
         self.est = est
         orig = vadam_mod.minibatch_gradients
 
-        def wrapped(module, layout, spec, theta, X, y, lik):
-            p, st = est.posterior_, est._opt_state
+        def wrapped(forward, theta, X, y, lik):
+            p, st = est.posterior_, est._state
             self.calls.append(dict(theta=theta.clone(), X=X.clone(), y=y.clone(), mean=p.mean_t.clone(),
                                    d=p.d_t.clone(), s=st["s"].clone(), m=st["m"].clone()))
-            return orig(module, layout, spec, theta, X, y, lik)
+            return orig(forward, theta, X, y, lik)
 
         monkeypatch.setattr(vadam_mod, "minibatch_gradients", wrapped)
 
@@ -174,7 +174,7 @@ def test_update_matches_hand_computation(monkeypatch, quiet, method, kind):
     rec = _Recorder(monkeypatch, est)
     est.fit(X, y)
     assert len(rec.calls) == 2 * 3
-    tau = est._noise.tau if kind == "linreg" else None
+    tau = est._likelihood.noise.tau if kind == "linreg" else None
     first = rec.calls[0]
     # init='default': s0 = 1, precision N + lambda
     torch.testing.assert_close(first["d"], torch.full((D,), N + lam, dtype=DT), rtol=0, atol=0)
@@ -250,14 +250,14 @@ def test_initial_precision_is_slangs(monkeypatch, init):
     vad = VadamClassifier(**kw)
     rec = _Recorder(monkeypatch, vad)
     seen = []
-    orig = base_mod._curv.dense_curvature
+    orig = curv_mod.dense_curvature
     slang = SLANGClassifier(rank=0, **kw)
 
     def spy(*args):
         seen.append((slang.posterior_.mean_t.clone(), slang.posterior_.d_t.clone()))
         return orig(*args)
 
-    monkeypatch.setattr(base_mod._curv, "dense_curvature", spy)
+    monkeypatch.setattr(curv_mod, "dense_curvature", spy)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         vad.fit(X, y)
@@ -384,9 +384,9 @@ def test_partial_fit_continues_from_posterior(quiet, Est):
 def test_warm_start_keeps_the_optimizer_state(quiet):
     X, y = _reg_data()
     est = VadamRegressor(warm_start=True, **FAST).fit(X, y)
-    t1, m1 = est.t_, est._opt_state["m"].clone()
+    t1, m1 = est.t_, est._state["m"].clone()
     est.fit(X, y)
-    assert est.t_ > t1 and not torch.equal(est._opt_state["m"], m1)
+    assert est.t_ > t1 and not torch.equal(est._state["m"], m1)
 
 
 # --- behaviour on real data ------------------------------------------------------------

@@ -5,10 +5,10 @@ import pytest
 import torch
 from torch import nn
 
-import skbayes._base as base_mod
+import skbayes._curvature.per_example as curv_mod
 from skbayes import SLANGClassifier, SLANGRegressor
-from skbayes.curvature import GenericCurvature
-from skbayes.posteriors import slang_precision_update
+from skbayes._curvature import GenericCurvature
+from skbayes.posteriors.lowrank import slang_precision_update
 
 DT = torch.float64
 
@@ -62,8 +62,8 @@ class _Recorder:
         self.calls = []
         self.est = est
         for name in ("dense_curvature", "generic_curvature"):
-            orig = getattr(base_mod._curv, name)
-            monkeypatch.setattr(base_mod._curv, name, self._wrap(orig))
+            orig = getattr(curv_mod, name)
+            monkeypatch.setattr(curv_mod, name, self._wrap(orig))
 
     def _wrap(self, orig):
         def f(*args):
@@ -206,11 +206,11 @@ def test_sampled_weights_are_mean_plus_noise(monkeypatch):
     sd = torch.sqrt(torch.diag(torch.linalg.inv(c["U"] @ c["U"].T + torch.diag(c["d"]))))
     assert torch.all((emp - c["mean"]).abs() < 5 * sd / np.sqrt(4000))
     # and the model's forward at the recorded theta uses exactly those weights
-    from skbayes.networks import DenseSpec
+    from skbayes._networks import DenseSpec
 
     Xt = torch.as_tensor(X[:5])
     z = Xt @ c["theta"][0, :-1] + c["theta"][0, -1]
-    f = DenseSpec(est.module_, est._layout).forward(c["theta"][:1], Xt)[0, :, 0]
+    f = DenseSpec(est.module_, est._forward.layout).forward(c["theta"][:1], Xt)[0, :, 0]
     torch.testing.assert_close(f, z, rtol=1e-12, atol=1e-12)
 
 

@@ -9,7 +9,7 @@ import math
 import numpy as np
 import torch
 
-from .. import linalg
+from .. import _linalg as linalg
 from ._common import PosteriorMixin
 
 

@@ -18,6 +18,7 @@ __all__ = [
     "sqrt_inv_coeffs",
     "top_eig_psd",
     "top_eig_from_gram",
+    "sym_eig",
 ]
 
 
@@ -182,3 +183,9 @@ def top_eig_from_gram(gram, k):
     V : Tensor of shape (m, k)
     """
     return top_eig_psd(gram, k)
+
+
+def sym_eig(M):
+    """Eigen-decomposition of a symmetric PSD factor; eigenvalues clamped at 0."""
+    lam, Q = torch.linalg.eigh(0.5 * (M + M.T))
+    return lam.clamp_min(0.0), Q

@@ -150,7 +150,7 @@ class DenseCurvature:
 
 
 def dense_curvature(spec, theta, X, y, lik):
-    """Per-example curvature of a :class:`~skbayes.networks.DenseSpec` network.
+    """Per-example curvature of a :class:`~skbayes._networks.DenseSpec` network.
 
     Parameters
     ----------
@@ -202,3 +202,13 @@ def generic_curvature(module, layout, theta, X, y, lik):
             fs.append(functional_call(module, params, (X,)))
     G = torch.cat(Gs, 0).detach()
     return GenericCurvature(G), torch.stack(nlls).detach(), torch.stack(fs).detach()
+
+
+def per_example_curvature(forward, theta, X, y, lik):
+    """Per-example curvature at weight samples ``theta`` (S, D) through ``forward``
+    (a :class:`~skbayes._networks.NetworkForward`): the dense-layer path when the
+    network has one, else ``torch.func.vmap(grad)``. Same contract as :func:`dense_curvature`.
+    """
+    if forward.spec is not None:
+        return dense_curvature(forward.spec, theta, X, y, lik)
+    return generic_curvature(forward.module, forward.layout, theta, X, y, lik)

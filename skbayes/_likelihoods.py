@@ -2,6 +2,11 @@
 
 ``nll(f, y)`` broadcasts: ``f`` has shape ``(..., m, n_outputs)``, ``y`` shape
 ``(m,)``, the result ``(..., m)``.
+
+What the training loop needs of a likelihood, beyond ``nll`` and ``sample``: ``update``
+(a natural-gradient step on its own parameters after every training step),
+``kl`` (their KL term in the objective), and ``get_state`` / ``set_state``
+(for snapshots). A likelihood without parameters does nothing in them.
 """
 
 import math
@@ -15,6 +20,25 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def _check_finite(f):
     if not bool(torch.isfinite(f).all()):
         raise FloatingPointError("non-finite network outputs")
+
+
+class _NoParameters:
+    """A likelihood with no learned parameters."""
+
+    def start_from(self, noise_variance, n_rows):
+        """No parameters to start."""
+
+    def update(self, f, y, scale, N, step):
+        """No parameters to update."""
+
+    def kl(self):
+        return 0.0
+
+    def get_state(self):
+        return None
+
+    def set_state(self, state):
+        """Nothing to restore."""
 
 
 class Gaussian:
@@ -39,8 +63,32 @@ class Gaussian:
         eps = torch.randn(f.shape[:-1], generator=generator, dtype=f.dtype, device=f.device)
         return f[..., 0] + eps / self.noise.tau_mean**0.5
 
+    def start_from(self, noise_variance, n_rows):
+        """Start ``q(tau)`` at the posterior that ``n_rows`` observations with variance
+        ``noise_variance`` would give (i-BLM's evidence-maximising estimate of the noise
+        of the output layer's regression on a minibatch of ``n_rows`` rows)."""
+        if self.noise.learn:
+            self.noise.a = self.noise.a0 + 0.5 * n_rows
+            self.noise.b = self.noise.b0 + 0.5 * n_rows * noise_variance
 
-class Bernoulli:
+    def update(self, f, y, scale, N, step):
+        """Natural-gradient step on ``q(tau)`` from the outputs ``f`` (S, M, 1) of a training
+        step on targets ``y`` (M,); ``scale = N / (M S)`` scales the squared residuals to ``N``."""
+        r = f[..., 0] - y
+        self.noise.update(scale * float((r * r).sum()), N, step)
+
+    def kl(self):
+        return self.noise.kl()
+
+    def get_state(self):
+        return (self.noise.a, self.noise.b) if self.noise.learn else None
+
+    def set_state(self, state):
+        if state is not None:
+            self.noise.a, self.noise.b = state
+
+
+class Bernoulli(_NoParameters):
     """Bernoulli likelihood of one logit; ``y`` in {0, 1} (float)."""
 
     n_outputs = 1
@@ -54,7 +102,7 @@ class Bernoulli:
         return torch.bernoulli(torch.sigmoid(f[..., 0]), generator=generator)
 
 
-class Categorical:
+class Categorical(_NoParameters):
     """Categorical likelihood of ``K`` logits; ``y`` integer class indices."""
 
     def __init__(self, n_classes):

@@ -1,43 +1,21 @@
-"""Initialisations of the variational posterior: i-BLM and the competitors of
-Rossi, Michiardi and Filippone (ICML 2019).
-
-Every initialiser returns the posterior mean and the KL-optimal factorised
-variances (a flat vector each, ``module_.parameters()`` order); each posterior
-family maps them into its own structure (see the family's ``_init_posterior``).
-"""
+"""i-BLM (Rossi, Michiardi and Filippone, ICML 2019): layer-wise Bayesian linear
+regression, from the input upwards."""
 
 import math
-import warnings
 
 import numpy as np
 import torch
 from torch.func import functional_call
 
-from .blr import best_noise_variance, blr_solve, dirichlet_transform
-from .kronecker import UnsupportedLayerError, kron_layers
+from .._networks import ordered_layers
+from .batched_blr import best_noise_variance, blr_solve, dirichlet_transform
 
-INITS = ("iblm", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv")
-
-
-def _ordered_layers(module, layout, X):
-    """Linear/Conv2d blocks in the order a forward pass calls them."""
-    layers = kron_layers(module, layout)
-    order = []
-    hooks = [l.module.register_forward_hook(lambda m, i, o, k=k: order.append(k)) for k, l in enumerate(layers)]
-    try:
-        with torch.no_grad():
-            module(X[:1])
-    finally:
-        for h in hooks:
-            h.remove()
-    seen = []
-    for k in order:
-        if k not in seen:
-            seen.append(k)
-    return [layers[k] for k in seen]
+#: A local minibatch holds the ``min(B, P / 2)`` rows nearest to an anchor among a
+#: random pool of ``P = min(N, _POOL * B)`` rows.
+_POOL = 4
 
 
-def _layer_input(module, layout, layer, theta, X):
+def layer_input(module, layout, layer, theta, X):
     """Input of ``layer`` when the network runs with flat weights ``theta`` on ``X``."""
     box = []
     h = layer.module.register_forward_hook(lambda m, i, o: box.append(i[0].detach()))
@@ -49,12 +27,7 @@ def _layer_input(module, layout, layer, theta, X):
     return box[0]
 
 
-def _fan(layer):
-    rf = layer.n_in // layer.module.weight.shape[1] if layer.is_conv else 1
-    return layer.n_in, layer.p * rf
-
-
-def iblm_targets(est, y_enc):
+def iblm_targets(y_enc, n_classes, dtype):
     """Regression targets ``(N, K)`` and noise variances for i-BLM.
 
     Regression: the standardised targets (one column; the noise variance is
@@ -63,22 +36,14 @@ def iblm_targets(est, y_enc):
     two classes the single logit regresses on the difference of the two
     transformed columns (the log-odds), whose noise variance is the sum.
     """
-    if not getattr(est, "_is_classifier", False):
+    if n_classes is None:
         return y_enc[:, None], None
-    k = len(est.classes_)
-    Y = torch.nn.functional.one_hot(y_enc.long(), max(k, 2)).to(est._dtype)
+    k = int(n_classes)
+    Y = torch.nn.functional.one_hot(y_enc.long(), max(k, 2)).to(dtype)
     T, V = dirichlet_transform(Y, 0.01)
     if k == 2:
         return (T[:, 1] - T[:, 0])[:, None], (V[:, 1] + V[:, 0])[:, None]
     return T, V
-
-
-#: Hidden units regress on minibatches local in their layer's input space (see
-#: :func:`iblm`); False gives the paper's random minibatches (kept for benchmarks).
-_LOCAL = True
-#: A local minibatch holds the ``min(B, P / 2)`` rows nearest to an anchor among a
-#: random pool of ``P = min(N, _POOL * B)`` rows.
-_POOL = 4
 
 
 def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
@@ -95,12 +60,12 @@ def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
     pools = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:P] for _ in range(n_groups)])
     if P <= B:  # a single row
         return pools[:, :B]
-    width = int(np.prod(_layer_input(module, layout, layer, mean, X[:1]).shape[1:]))
+    width = int(np.prod(layer_input(module, layout, layer, mean, X[:1]).shape[1:]))
     # inputs are propagated at the (deterministic) mean: one pass over the training
     # set serves every pool when it fits in memory
     F_all = None
     if N * width <= (1 << 24) and n_groups * P > N:
-        F_all = _layer_input(module, layout, layer, mean, X).reshape(N, -1)
+        F_all = layer_input(module, layout, layer, mean, X).reshape(N, -1)
     chunk = max(1, (1 << 22) // max(1, P * width))
     out = []
     for g0 in range(0, n_groups, chunk):
@@ -108,13 +73,13 @@ def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
         if F_all is not None:
             F = F_all[pg]
         else:
-            F = _layer_input(module, layout, layer, mean, X[pg.reshape(-1)]).reshape(pg.shape[0], P, -1)
+            F = layer_input(module, layout, layer, mean, X[pg.reshape(-1)]).reshape(pg.shape[0], P, -1)
         dist = ((F - F[:, :1]) ** 2).sum(-1)
         out.append(pg.gather(1, dist.topk(B, dim=1, largest=False).indices))
     return torch.cat(out, 0)
 
 
-def iblm(est, X, y_enc, gen, prior_precision):
+def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None, centre_hidden=False, local=True):
     """Layer-wise Bayesian linear regression, from the input upwards (Algorithm 1).
 
     For layer ``l`` and output unit ``j``: draw a fresh minibatch of
@@ -137,7 +102,8 @@ def iblm(est, X, y_enc, gen, prior_precision):
     with the unit's noise variance): a weight on a feature that is inactive
     in the unit's neighbourhood would otherwise keep the prior variance and
     make posterior samples wild elsewhere. The output layer regresses on a
-    random minibatch, as in the paper. Hidden units regress on targets moved into their
+    random minibatch, as in the paper (``local=False``: every layer, as in the
+    paper, ``init='iblm_random'``). Hidden units regress on targets moved into their
     activation's near-identity regime (the paper's intuition: layers above one
     that already captures the task should start close to the identity): for
     ReLU-like activations (and user modules) the target column minus its
@@ -159,32 +125,37 @@ def iblm(est, X, y_enc, gen, prior_precision):
     With mean propagation the initial mean network is exactly the stack of
     regressions.
 
+    Parameters: ``forward`` the network (:class:`~skbayes._networks.NetworkForward`),
+    ``X``, ``y_enc`` the training tensors (targets in the likelihood's encoding),
+    ``batch_size`` the rows per regression, ``n_classes`` None for regression,
+    ``centre_hidden`` whether hidden units regress on centred (not shifted) targets.
+
     Returns ``(mean, variance, noise_variance)``: flat tensors, and for regression the
     output layer's evidence-maximising noise variance (None for classification).
     """
-    module, layout = est.module_, est._layout
-    layers = _ordered_layers(module, layout, X)
-    Yt, Vt = iblm_targets(est, y_enc)
+    module, layout = forward.module, forward.layout
+    layers = ordered_layers(module, layout, X)
+    Yt, Vt = iblm_targets(y_enc, n_classes, X.dtype)
     K = Yt.shape[1]
     N = X.shape[0]
-    B = min(int(est.iblm_batch_size), N)
+    B = min(int(batch_size), N)
     mean = layout.flatten_module(module).clone()
     var = torch.full_like(mean, 1.0 / prior_precision)
     # Hidden units regress on targets moved into the activation's near-identity
     # regime, so that a layer passes the regression signal on: shifted to be
     # non-negative for ReLU-like activations, centred otherwise.
-    if getattr(est, "module", None) is None and est.activation in ("tanh", "identity", "logistic", "sigmoid"):
+    if centre_hidden:
         Yc = Yt - Yt.mean(0, keepdim=True)
     else:
         Yc = Yt - Yt.min(0, keepdim=True).values
     for li, layer in enumerate(layers):
         Yl = Yt if li == len(layers) - 1 else Yc
         n_groups = math.ceil(layer.p / K)
-        local = li < len(layers) - 1 and _LOCAL
-        if local:
+        local_rows = li < len(layers) - 1 and local
+        if local_rows:
             idx = _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen)
             rows_g = torch.randperm(N, generator=gen, device=X.device)[:B]
-            Ag = layer.patches(_layer_input(module, layout, layer, mean, X[rows_g]))  # (B, T, n)
+            Ag = layer.patches(layer_input(module, layout, layer, mean, X[rows_g]))  # (B, T, n)
             Aglob_sq = (Ag * Ag).reshape(-1, layer.n)
             Vglob = None if Vt is None else Vt[rows_g].repeat_interleave(Ag.shape[1], 0)
         else:
@@ -201,14 +172,14 @@ def iblm(est, X, y_enc, gen, prior_precision):
         # rows outnumber the training set, one pass over all rows is cheaper.
         A_all = None
         if n_groups * Bg > N and N * per_group // Bg <= (1 << 24):
-            A_all = layer.patches(_layer_input(module, layout, layer, mean, X))
+            A_all = layer.patches(layer_input(module, layout, layer, mean, X))
         for g0 in range(0, n_groups, gchunk):
             gs = list(range(g0, min(g0 + gchunk, n_groups)))
             rows = idx[gs].reshape(-1)
             if A_all is not None:
                 A = A_all[rows]
             else:
-                A = layer.patches(_layer_input(module, layout, layer, mean, X[rows]))  # (G B, T, n)
+                A = layer.patches(layer_input(module, layout, layer, mean, X[rows]))  # (G B, T, n)
             T = A.shape[1]
             Xg = A.reshape(len(gs), Bg * T, layer.n)
             Yg = Yl[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)  # (G, B T, K)
@@ -222,7 +193,7 @@ def iblm(est, X, y_enc, gen, prior_precision):
             yb = Yg[gi, :, ci]
             vb = v_layer if Vt is None else Vg[gi, :, ci]
             m, pd = blr_solve(Xb, yb, prior_precision, vb)
-            if local:
+            if local_rows:
                 # the mean from the local regression, the precision from the global minibatch
                 vg = v_layer if Vt is None else Vglob[:, ci].T  # (units, B T)
                 pd = prior_precision + (1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])) @ Aglob_sq
@@ -232,71 +203,3 @@ def iblm(est, X, y_enc, gen, prior_precision):
         layer.mat_to_flat(1.0 / Pd, var)
     # the output layer's evidence-maximising noise variance (regression only)
     return mean, var, v_layer
-
-
-def simple_init(est, kind, X, gen, prior_precision):
-    """The competing initialisations (mean, variance) of the i-BLM paper."""
-    module, layout = est.module_, est._layout
-    layers = _ordered_layers(module, layout, X)
-    mean = layout.flatten_module(module).clone()
-    var = torch.full_like(mean, 1.0 / prior_precision)
-    if kind == "uninformative":  # q = prior
-        return torch.zeros_like(mean), var
-    for layer in layers:
-        fan_in, fan_out = _fan(layer)
-        W = torch.zeros(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
-        v = 2.0 / (fan_in + fan_out) if kind == "xavier" else 1.0 / fan_in
-        if kind in ("orthogonal", "lsuv"):
-            w = torch.empty(layer.p, layer.n_in, dtype=mean.dtype, device=mean.device)
-            torch.nn.init.orthogonal_(w, generator=gen)
-            W[: layer.n_in] = w.T
-        layer.mat_to_flat(W, mean)
-        layer.mat_to_flat(torch.full_like(W, v), var)
-    if kind == "lsuv":
-        # Mishkin & Matas: rescale each layer's weights so that its output has unit
-        # variance on a minibatch, from the input upwards.
-        idx = torch.randperm(X.shape[0], generator=gen, device=X.device)[: min(int(est.iblm_batch_size), X.shape[0])]
-        for layer in layers:
-            A = layer.patches(_layer_input(module, layout, layer, mean, X[idx]))
-            out = A.reshape(-1, layer.n) @ layer.flat_to_mat(mean)
-            sd = float(out.std())
-            if sd > 0:
-                W = layer.flat_to_mat(mean) / sd
-                layer.mat_to_flat(W, mean)
-    return mean, var
-
-
-def initial_moments(est, X, y_enc, gen, prior_precision):
-    """``(mean, variance, noise_variance)`` of the initial posterior for ``est.init``.
-
-    ``variance`` is None for 'default'; ``noise_variance`` (regression with i-BLM only) is the
-    output layer's estimate of the observation noise, otherwise None.
-    """
-    kind = est.init
-    if kind == "default":
-        return est._layout.flatten_module(est.module_).clone(), None, None
-    noise_variance = None
-    try:
-        if kind == "iblm":
-            mean, var, noise_variance = iblm(est, X, y_enc, gen, prior_precision)
-        else:
-            mean, var = simple_init(est, kind, X, gen, prior_precision)
-    except torch.linalg.LinAlgError as exc:
-        raise ValueError(
-            f"init={kind!r} failed: a Bayesian linear regression of the initialisation is numerically "
-            "singular, which happens with badly scaled inputs; standardise X (e.g. StandardScaler) or "
-            "use init='default'."
-        ) from exc
-    except UnsupportedLayerError as exc:
-        warnings.warn(
-            f"init={kind!r} handles networks whose parameterised layers are nn.Linear / nn.Conv2d; "
-            f"falling back to init='default' ({exc})",
-            UserWarning,
-        )
-        return est._layout.flatten_module(est.module_).clone(), None, None
-    if not (torch.isfinite(mean).all() and torch.isfinite(var).all() and (var > 0).all()):
-        raise ValueError(
-            f"init={kind!r} produced non-finite weights (badly scaled inputs?); standardise X or use "
-            "init='default'."
-        )
-    return mean, var, noise_variance

@@ -1,0 +1,228 @@
+"""The protocol shared by ``bench_methods.py`` and ``bench_uci.py``.
+
+One place for: the estimator of a method name at its defaults plus the protocol's
+fixed epochs and batch size, the step-size decay of the second half of training,
+the train/test splits, one fit-and-score job (run in a worker process) and the
+table formatting. Only public skbayes API is used.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import time
+import warnings
+
+import numpy as np
+
+# method name: (estimator class stem, extra constructor arguments)
+METHODS = {
+    "slang": ("SLANG", {"rank": 8}),
+    "slang1": ("SLANG", {"rank": 1}),
+    "slang8": ("SLANG", {"rank": 8}),
+    "vogn": ("VOGN", {}),
+    "vadam": ("Vadam", {"method": "vadam"}),
+    "vprop": ("Vadam", {"method": "vprop"}),
+    "bbb": ("BBB", {}),
+    "mcdropout": ("MCDropout", {}),
+    "kfac": ("NoisyKFAC", {}),
+    "ekfac": ("NoisyEKFAC", {}),
+}
+LABEL = {
+    "slang": "SLANG L=8",
+    "slang1": "SLANG L=1",
+    "slang8": "SLANG L=8",
+    "vogn": "VOGN",
+    "vadam": "Vadam",
+    "vprop": "Vprop",
+    "bbb": "BBB",
+    "mcdropout": "MC dropout",
+    "kfac": "noisy K-FAC",
+    "ekfac": "noisy EK-FAC",
+}
+# What ``learning_rate='auto'`` resolves to (documented in VadamRegressor's docstring).
+VADAM_AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
+# The moving-average rates that act as step sizes and are decayed with ``learning_rate``.
+DECAYED_RATES = ("beta", "factor_decay", "scale_decay")
+
+
+def make_estimator(method, task, hidden, batch, epochs, seed, overrides=None):
+    """``method``'s estimator at its defaults with the protocol's epochs and batch size.
+
+    ``tol=0`` and ``n_iter_no_change`` beyond any budget make the number of
+    epochs fixed; ``overrides`` (a dict of constructor arguments) is applied last.
+    """
+    import skbayes
+
+    stem, extra = METHODS[method]
+    cls = getattr(skbayes, stem + ("Regressor" if task == "reg" else "Classifier"))
+    est = cls(
+        hidden_layer_sizes=(hidden,),
+        batch_size=batch,
+        max_iter=epochs,
+        tol=0.0,
+        n_iter_no_change=10**9,
+        random_state=seed,
+        **extra,
+    )
+    return est.set_params(**(overrides or {}))
+
+
+def decayed_params(est, factor):
+    """The step sizes multiplied by ``factor``: ``learning_rate`` and the rates of ``DECAYED_RATES``.
+
+    ``learning_rate='auto'`` (Vadam/Vprop) is resolved with the documented values.
+    """
+    p = est.get_params()
+    lr = p["learning_rate"]
+    if isinstance(lr, str):
+        lr = VADAM_AUTO_LEARNING_RATE[p["method"]]
+    out = {"learning_rate": lr * factor}
+    for name in DECAYED_RATES:
+        if name in p:
+            out[name] = p[name] * factor
+    return out
+
+
+def uci_split(n, k):
+    """Random 90/10 split ``k`` (``RandomState(k).permutation``)."""
+    perm = np.random.RandomState(k).permutation(n)
+    n_train = int(round(0.9 * n))
+    return perm[:n_train], perm[n_train:]
+
+
+def stratified_split(y, k):
+    """Stratified 70/30 split ``k`` (``train_test_split(..., random_state=k)``)."""
+    from sklearn.model_selection import train_test_split
+
+    return train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=k)
+
+
+def standardise(X, tr, te):
+    """Inputs standardised with the training rows' statistics (constant columns left at 0)."""
+    mu, sd = X[tr].mean(0), X[tr].std(0)
+    sd[sd == 0] = 1.0
+    return (X[tr] - mu) / sd, (X[te] - mu) / sd
+
+
+def fit_with_decay(est, X, y, epochs, decay=True):
+    """Fit ``epochs`` epochs, the step sizes x0.1 for the second half (a ``warm_start`` refit).
+
+    Returns ``(wall seconds, CPU seconds, problems)``; an exception or a warning
+    other than "maximum iterations" is a problem (a result, not a crash).
+    """
+    first = epochs // 2 if decay else epochs
+    problems = []
+    t0, c0 = time.perf_counter(), time.process_time()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            est.set_params(max_iter=first).fit(X, y)
+            if epochs - first > 0 and not est.diverged_:
+                est.set_params(max_iter=epochs - first, warm_start=True, **decayed_params(est, 0.1))
+                est.fit(X, y)
+        except Exception as exc:
+            problems.append(f"{type(exc).__name__}: {exc}")
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
+    for w in caught:
+        msg = str(w.message)
+        if "maximum iterations" not in msg:
+            problems.append(msg.split(": training stopped")[0])
+    return wall, cpu, problems
+
+
+def score(est, Xte, yte, task, n_samples=100):
+    """Test metrics from public API.
+
+    Regression: RMSE of the predictive mean over ``n_samples`` weight samples and
+    the mixture log-likelihood with the learned noise (``noise_std_``).
+    Classification: error, log-loss and ECE of ``predict_proba``.
+    """
+    from sklearn.metrics import log_loss
+
+    from skbayes.metrics import expected_calibration_error, mixture_log_likelihood
+
+    with np.errstate(all="ignore"):
+        if task == "reg":
+            f = est.sample_outputs(Xte, n_samples=n_samples)[..., 0]
+            return {
+                "rmse": float(np.sqrt(np.mean((f.mean(0) - yte) ** 2))),
+                "ll": mixture_log_likelihood(yte, f, est.noise_std_),
+                "noise_std": est.noise_std_,
+            }
+        proba = est.predict_proba(Xte)
+        yi = np.searchsorted(est.classes_, yte)
+        return {
+            "error": float(np.mean(proba.argmax(1) != yi)),
+            "logloss": float(log_loss(yi, np.clip(proba, 1e-15, 1.0), labels=np.arange(len(est.classes_)))),
+            "ece": expected_calibration_error(yi, proba),
+        }
+
+
+NAN_METRICS = {
+    "reg": {"rmse": math.nan, "ll": math.nan},
+    "clf": {"error": math.nan, "logloss": math.nan, "ece": math.nan},
+}
+
+
+def run_job(est, Xtr, ytr, Xte, yte, task, epochs, decay=True):
+    """Fit (single torch thread) and score; a dict of metrics, timings and problems."""
+    import torch
+
+    torch.set_num_threads(1)
+    wall, cpu, problems = fit_with_decay(est, Xtr, ytr, epochs, decay)
+    n_ep = int(getattr(est, "n_iter_", 0))
+    out = dict(
+        task=task,
+        n_epochs=n_ep,
+        sec_per_epoch=wall / max(n_ep, 1),
+        cpu_per_epoch=cpu / max(n_ep, 1),
+        problems=problems,
+    )
+    if not hasattr(est, "posterior_"):
+        out.update(NAN_METRICS[task])
+        return out
+    try:
+        out.update(score(est, Xte, yte, task))
+    except (FloatingPointError, ValueError, RuntimeError) as exc:
+        out.update(NAN_METRICS[task])
+        out["problems"].append(f"prediction: {exc}")
+    return out
+
+
+def mean_se(v):
+    """Mean and standard error (nan for fewer than two values)."""
+    v = np.asarray(v, dtype=float)
+    if len(v) < 2:
+        return float(np.mean(v)), math.nan
+    return float(np.mean(v)), float(np.std(v, ddof=1) / math.sqrt(len(v)))
+
+
+def fmt(m, se, digits):
+    """``m ± se`` with ``digits`` decimals."""
+    if not np.isfinite(m):
+        return "nan"
+    return f"{m:.{digits}f} ± {se:.{digits}f}" if np.isfinite(se) else f"{m:.{digits}f}"
+
+
+def library_version():
+    """skbayes commit (and whether skbayes/ has uncommitted changes), for the record."""
+    import skbayes
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(skbayes.__file__)))
+    info = f"skbayes {skbayes.__version__} from {root}"
+    try:
+        rev = subprocess.run(
+            ["git", "-C", root, "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", root, "status", "--porcelain", "--", "skbayes"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        info += f", commit {rev}" + (" + uncommitted changes in skbayes/" if dirty else "")
+    except (OSError, subprocess.CalledProcessError):
+        pass
+    return info

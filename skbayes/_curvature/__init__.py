@@ -1,0 +1,21 @@
+"""Curvature: per-example gradients (SLANG, VOGN) and Kronecker factors (noisy K-FAC / EK-FAC).
+
+- :mod:`.per_example`: the curvature batch ``G`` (per-example gradients of the negative
+  log-likelihood) in two interchangeable representations, dense-layer and generic.
+- :mod:`.kronecker`: per-layer inputs and output gradients and their KFC statistics.
+"""
+
+from .kronecker import kron_batch, layer_grad, layer_stats, projected_second_moment
+from .per_example import DenseCurvature, GenericCurvature, dense_curvature, generic_curvature, per_example_curvature
+
+__all__ = [
+    "DenseCurvature",
+    "GenericCurvature",
+    "dense_curvature",
+    "generic_curvature",
+    "per_example_curvature",
+    "kron_batch",
+    "layer_grad",
+    "layer_stats",
+    "projected_second_moment",
+]

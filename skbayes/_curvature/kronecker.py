@@ -1,0 +1,85 @@
+"""Kronecker-factored curvature: per-layer inputs and output gradients of ``nn.Linear``
+/ ``nn.Conv2d`` layers (captured by forward hooks), and the KFC statistics built from
+them (noisy K-FAC, noisy EK-FAC). Layer geometry lives in :mod:`skbayes._networks`.
+"""
+
+import torch
+from torch.func import functional_call
+
+from ..exceptions import UnsupportedLayerError
+
+
+def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generator=None):
+    """Per-layer inputs and output gradients at weight samples ``theta`` (S, D).
+
+    Returns
+    -------
+    rows : list per layer of ``(A, Dtrue, Dfisher)`` with ``A`` (m, T, n) patches and
+        ``D*`` (m, T, p) gradients of the negative log-likelihood with respect to
+        the layer's outputs, ``m = S * M``. ``Dtrue`` uses the observed labels (for
+        the mean step); ``Dfisher`` the labels sampled from the model (``fisher="true"``)
+        or the observed ones (``fisher="empirical"``).
+    nll : Tensor (S, M), f : Tensor (S, M, out)
+    """
+    per_layer = [[] for _ in layers]
+    nlls, fs = [], []
+    for s in range(theta.shape[0]):
+        captured = []
+        hooks = [
+            l.module.register_forward_hook(lambda mod, inp, out, k=k: captured.append((k, inp[0].detach(), out)))
+            for k, l in enumerate(layers)
+        ]
+        try:
+            with torch.enable_grad():
+                th = theta[s].detach().requires_grad_(True)  # puts every layer output in the graph
+                f = functional_call(module, layout.unflatten(th), (X,))
+                nll = lik.nll(f, y)
+                outs = [c[2] for c in captured]
+                d_true = torch.autograd.grad(nll.sum(), outs, retain_graph=fisher == "true")
+                if fisher == "true":
+                    y_s = lik.sample(f.detach(), generator)
+                    d_fish = torch.autograd.grad(lik.nll(f, y_s).sum(), outs)
+                else:
+                    d_fish = d_true
+        finally:
+            for h in hooks:
+                h.remove()
+        if len(captured) != len(layers):
+            raise UnsupportedLayerError("Each Linear/Conv2d layer must be called exactly once per forward pass.")
+        for (k, inp, _), dt, df in zip(captured, d_true, d_fish):
+            l = layers[k]
+            per_layer[k].append((l.patches(inp), l.out_grads(dt.detach()), l.out_grads(df.detach())))
+        nlls.append(nll.detach())
+        fs.append(f.detach())
+    rows = [tuple(torch.cat(parts, 0) for parts in zip(*chunks)) for chunks in per_layer]
+    return rows, torch.stack(nlls), torch.stack(fs)
+
+
+def layer_stats(A, Dg):
+    """KFC factors of one minibatch: ``(E_i[sum_t a a^T], E_i[(1/T) sum_t d d^T])``."""
+    m, T, n = A.shape
+    Af = A.reshape(m * T, n)
+    Df = Dg.reshape(m * T, -1)
+    return Af.T @ Af / m, Df.T @ Df / (m * T)
+
+
+def layer_grad(A, Dg):
+    """Mean over examples of the per-example weight gradients ``sum_t a_t d_t^T`` (n, p)."""
+    m, T, n = A.shape
+    return A.reshape(m * T, n).T @ Dg.reshape(m * T, -1) / m
+
+
+def projected_second_moment(A, Dg, QA, QS):
+    """``E_i[(Q_A^T G_i Q_S)^2]`` of the per-example gradients ``G_i = sum_t a_t d_t^T``.
+
+    For a dense layer (``T = 1``) ``Q_A^T G_i Q_S`` is the outer product
+    ``(Q_A^T a_i)(Q_S^T d_i)^T``, so the moment is one matmul of squares and no
+    per-example matrix is formed.
+    """
+    m, T, n = A.shape
+    a = A @ QA  # (m, T, n)
+    d = Dg @ QS  # (m, T, p)
+    if T == 1:
+        return (a[:, 0] ** 2).T @ (d[:, 0] ** 2) / m
+    P = torch.einsum("mtn,mtp->mnp", a, d)
+    return (P * P).mean(0)

@@ -1,0 +1,655 @@
+"""The scikit-learn face shared by every network estimator: validation, target
+encoding and scaling, initialisation, ``fit`` / ``partial_fit``, and prediction.
+
+A public estimator is a thin subclass of :class:`BayesianNetworkRegressor` or
+:class:`BayesianNetworkClassifier` that names its posterior family (``_family``)
+and spells out its ``__init__`` signature (scikit-learn requires explicit keyword
+arguments). Training itself runs in :mod:`skbayes._loop`.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils import check_random_state
+from sklearn.utils.multiclass import check_classification_targets, unique_labels
+from sklearn.utils.validation import check_is_fitted, validate_data
+from torch import nn
+
+from . import _loop
+from ._families.base import PosteriorFamily, kl_annealing_scale
+from ._init import INITS, initial_moments, initial_precision
+from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
+from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
+from ._validation import (
+    BOOLEAN,
+    CALLABLE,
+    NONE,
+    RANDOM_STATE,
+    Check,
+    Interval,
+    Options,
+    instance_of,
+    merged_constraints,
+    validate_params,
+)
+
+_DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+
+def _torch_dtype(dtype) -> torch.dtype:
+    key = np.dtype(dtype).name if not isinstance(dtype, torch.dtype) else str(dtype).split(".")[-1]
+    return _DTYPES[key]
+
+
+def _is_supported_dtype(dtype) -> bool:
+    try:
+        _torch_dtype(dtype)
+    except (KeyError, TypeError):
+        return False
+    return True
+
+
+def _is_layer_sizes(value) -> bool:
+    if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool)):
+        value = () if value is None else (value,)
+    return all(isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in tuple(value))
+
+
+def _is_annealing(value) -> bool:
+    return isinstance(value, (tuple, list)) and len(value) == 3 and all(
+        isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value
+    )
+
+
+def store_init_params(params):
+    """Store an ``__init__``'s arguments (its ``locals()``) as attributes, unchanged, as
+    scikit-learn requires of estimator constructors."""
+    params = dict(params)
+    self = params.pop("self")
+    params.pop("__class__", None)
+    for k, v in params.items():
+        setattr(self, k, v)
+
+
+_POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
+
+
+class BayesianNetwork(BaseEstimator):
+    """Machinery shared by every skbayes network estimator (not public)."""
+
+    #: The posterior family (set by each public estimator).
+    _family: type[PosteriorFamily] = PosteriorFamily
+    #: Class attributes passed to the family as fixed parameters (e.g. VOGN's ``rank``).
+    _fixed_params: tuple[str, ...] = ()
+
+    _parameter_constraints: dict = {
+        "hidden_layer_sizes": [Check(_is_layer_sizes, "a tuple of positive ints")],
+        "activation": [Options(tuple(ACTIVATIONS))],
+        "module": [NONE, instance_of(nn.Module, "a torch.nn.Module"), CALLABLE],
+        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "batch_size": [Options(("auto",)), Interval(numbers.Integral, 1, None, closed="left")],
+        "mc_samples": _POSITIVE_INT,
+        "predict_samples": _POSITIVE_INT,
+        "init": [Options(INITS)],
+        "iblm_batch_size": _POSITIVE_INT,
+        "kl_annealing": [NONE, Check(_is_annealing, "a tuple (gamma, a, b) of positive numbers")],
+        "warm_start": [BOOLEAN],
+        "early_stopping": [BOOLEAN],
+        "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
+        "n_iter_no_change": _POSITIVE_INT,
+        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "random_state": [RANDOM_STATE],
+        "device": [instance_of(str, "a str"), instance_of(torch.device, "a torch.device")],
+        "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
+        "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
+    }
+
+    # --- validation ---------------------------------------------------------------
+    @classmethod
+    def _constraints(cls) -> dict:
+        """The constraints table merged along the class hierarchy, then the family's."""
+        tables = [k.__dict__["_parameter_constraints"] for k in reversed(cls.__mro__)
+                  if "_parameter_constraints" in k.__dict__]
+        return merged_constraints(*tables, cls._family.parameter_constraints)
+
+    def _validate_params(self) -> None:
+        validate_params(type(self).__name__, self.get_params(deep=False), self._constraints())
+
+    def _make_family(self) -> PosteriorFamily:
+        params = self.get_params(deep=False)
+        params.update({k: getattr(self, k) for k in self._fixed_params})
+        return self._family(params)
+
+    def _hidden_layer_sizes(self) -> tuple[int, ...]:
+        hls = self.hidden_layer_sizes
+        if hls is None:
+            return ()
+        if isinstance(hls, numbers.Integral):
+            return (int(hls),)
+        return tuple(int(h) for h in hls)
+
+    def _validate_X(self, X, reset):
+        return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
+
+    # --- helpers ---------------------------------------------------------------------
+    def _tensor(self, a, dtype=None):
+        return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype or self._dtype, device=self._device)
+
+    @property
+    def _dtype(self):
+        return _torch_dtype(self.dtype)
+
+    @property
+    def _device(self):
+        return torch.device(self.device)
+
+    def _batch_size(self, n):
+        bs = min(64, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
+        return max(bs, 1)
+
+    # --- initialisation -----------------------------------------------------------------
+    def _initialize(self, X, y_enc, family, rng):
+        self._likelihood = self._make_likelihood()
+        n_out = self._likelihood.n_outputs
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        # Build under a fixed seed and the estimator's dtype, so the initial
+        # weights depend neither on the global RNG nor on torch's default dtype.
+        prev_dtype = torch.get_default_dtype()
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(seed)
+            torch.set_default_dtype(self._dtype)
+            try:
+                if self.module is None:
+                    net = build_mlp(X.shape[1], self._hidden_layer_sizes(), n_out, self.activation)
+                else:
+                    net = make_module(self.module, X.shape[1], n_out)
+            finally:
+                torch.set_default_dtype(prev_dtype)
+        net = net.to(device=self._device, dtype=self._dtype)
+        self.module_ = net
+        self._forward = NetworkForward(net, ParamLayout(net), X.shape[1])
+        gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
+        Xt, yt = self._tensor(X), self._target_tensor(y_enc)
+        lam = float(family.prior_precision)
+        with torch.no_grad():
+            mean, var, noise_variance = initial_moments(
+                self.init, self._forward, Xt, yt, gen, lam, batch_size=int(self.iblm_batch_size),
+                n_classes=self._n_classes(),
+                centre_hidden=self.module is None and self.activation in ("tanh", "identity", "logistic", "sigmoid"),
+            )
+            precision = initial_precision(var, lam, X.shape[0], self.init, self.iblm_batch_size)
+            self._forward.layout.load_into(net, mean)
+            self.posterior_, self._state = family.init_posterior(
+                mean, precision, X.shape[0], self._forward, kl_annealing_scale(self.kl_annealing, 0)
+            )
+        if noise_variance is not None:
+            self._likelihood.start_from(noise_variance, min(int(self.iblm_batch_size), X.shape[0]))
+        self.t_ = 0
+        self.n_iter_ = 0
+        self.loss_curve_ = []
+        self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
+        self._rng_state = torch.Generator(device=self._device).manual_seed(
+            int(rng.randint(np.iinfo(np.int32).max))
+        ).get_state()  # a device generator's state (CUDA states differ in size from CPU ones)
+
+    # --- fit / partial_fit ------------------------------------------------------------
+    def _fit(self, X, y, incremental, classes=None):
+        self._validate_params()
+        fitted = hasattr(self, "posterior_")
+        reset = not (fitted and (incremental or self.warm_start))
+        X, y = self._validate_X_y(X, y, reset=reset)
+        self._prepare_targets(y, first=reset, classes=classes)
+        y_enc = self._encode_targets(y)
+        family = self._make_family()
+        if reset:
+            self._initialize(X, y_enc, family, check_random_state(self.random_state))
+        validation = None
+        if self.early_stopping and not incremental:
+            X, y_enc, Xv, yv = self._validation_split(X, y_enc)
+            Xv_t = self._tensor(Xv)
+            validation = lambda: self._validation_score(Xv_t, yv)  # noqa: E731
+        n_epochs = 1 if incremental else int(self.max_iter)
+        outcome = _loop.run_epochs(
+            self, family, self._tensor(X), self._target_tensor(y_enc), n_epochs, incremental, validation
+        )
+        self.diverged_ = outcome.diverged
+        self._forward.layout.load_into(self.module_, self.posterior_.mean_t)
+        self._finalize()
+        return self
+
+    def _validation_split(self, X, y):
+        from sklearn.model_selection import train_test_split
+
+        stratify = y if is_classifier_face(self) else None
+        seed = int(np.random.RandomState(self._predict_seed).randint(np.iinfo(np.int32).max))
+        try:
+            Xt, Xv, yt, yv = train_test_split(
+                X, y, test_size=self.validation_fraction, random_state=seed, stratify=stratify
+            )
+        except ValueError:
+            Xt, Xv, yt, yv = train_test_split(X, y, test_size=self.validation_fraction, random_state=seed)
+        if Xv.shape[0] < 1 or Xt.shape[0] < 1:
+            raise ValueError(
+                f"early_stopping with validation_fraction={self.validation_fraction} leaves an empty "
+                f"training or validation set for {X.shape[0]} samples."
+            )
+        self.validation_scores_ = []
+        return Xt, yt, Xv, yv
+
+    def _finalize(self):
+        """Fitted attributes derived from the trained state (hook of the faces)."""
+
+    # --- prediction ---------------------------------------------------------------------
+    def _predict_outputs(self, X, n_samples=None, seed=None):
+        """Validate ``X`` and return network outputs ``(n_samples, n_rows, n_outputs)`` (a
+        tensor) under posterior weight samples.
+
+        The samples are drawn from a generator seeded at fit time, so a fitted
+        model's predictions are deterministic, and the same samples serve every
+        row, so a row's prediction never depends on the other rows.
+        """
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
+        return self._outputs(self._tensor(X), n_samples, seed)
+
+    def _outputs(self, Xt, n_samples=None, seed=None):
+        S = int(self.predict_samples if n_samples is None else n_samples)
+        seed = self._predict_seed if seed is None else seed
+        gen = torch.Generator(device=self._device).manual_seed(int(seed))
+        outs = []
+        with torch.no_grad():
+            for s0 in range(0, S, 16):
+                theta = self.posterior_.sample_t(min(16, S - s0), generator=gen)
+                rows = [self._forward(theta, Xt[r0 : r0 + 2048]) for r0 in range(0, Xt.shape[0], 2048)]
+                outs.append(torch.cat(rows, 1))
+        f = torch.cat(outs, 0)
+        if not torch.isfinite(f).all():
+            raise FloatingPointError(
+                f"{type(self).__name__} produced non-finite network outputs; the fitted posterior is "
+                "degenerate (lower learning_rate or standardise the inputs and refit)."
+            )
+        return f
+
+    def _sample_seed(self, random_state):
+        if random_state is None:
+            return None
+        return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+    def sample_outputs(self, X, n_samples=None, random_state=None):
+        """Network outputs under posterior weight samples.
+
+        Every statistic of the predictive distribution can be computed from these
+        draws (the prediction methods average them).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features)
+            Inputs.
+        n_samples : int, default=None
+            Number of weight samples; None uses ``predict_samples``.
+        random_state : int, RandomState instance or None, default=None
+            Seeds the weight samples. None gives the samples the prediction
+            methods use (fixed at fit time), so the result is deterministic.
+
+        Returns
+        -------
+        outputs : ndarray of shape (n_samples, n_rows, n_outputs)
+            Regressors: the network's mean function in the units of ``y``
+            (``n_outputs = 1``, without observation noise). Classifiers: the
+            logits (one column for two classes, the log-odds of ``classes_[1]``).
+        """
+        if n_samples is not None:
+            validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
+        f = self._predict_outputs(X, n_samples=n_samples, seed=self._sample_seed(random_state))
+        return self._output_units(f.cpu().numpy().astype(np.float64))
+
+    def _output_units(self, f):
+        return f
+
+
+def is_classifier_face(est) -> bool:
+    return isinstance(est, BayesianNetworkClassifier)
+
+
+class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
+    """Gaussian-likelihood regression on standardised targets (not public)."""
+
+    _parameter_constraints = {
+        "noise_precision": [Options(("auto",)), Interval(numbers.Real, 0, None, closed="neither")],
+    }
+
+    def _validate_X_y(self, X, y, reset):
+        return validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32], y_numeric=True)
+
+    def _n_classes(self):
+        return None
+
+    def _prepare_targets(self, y, first, classes=None):
+        if not first:
+            return
+        y = np.asarray(y, dtype=np.float64)
+        self._y_mean = float(y.mean())
+        std = float(y.std())
+        self._y_std = std if std > 0 and np.isfinite(std) else 1.0
+
+    def _make_likelihood(self):
+        tau = self.noise_precision
+        if tau == "auto":
+            return Gaussian(GaussianNoise(learn=True, a0=6.0, b0=6.0))
+        return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False))
+
+    def _encode_targets(self, y):
+        return (np.asarray(y, dtype=np.float64) - self._y_mean) / self._y_std
+
+    def _target_tensor(self, y):
+        return self._tensor(y)
+
+    def _finalize(self):
+        noise = self._likelihood.noise
+        self.noise_precision_ = noise.tau_mean / self._y_std**2
+        self.noise_std_ = math.sqrt(noise.noise_variance) * self._y_std
+
+    def _validation_score(self, Xv, yv):
+        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))[..., 0]
+        y = self._tensor(yv)
+        var = self._likelihood.noise.noise_variance
+        logp = -0.5 * (y[None] - f) ** 2 / var - 0.5 * math.log(2 * math.pi * var)
+        return float((torch.logsumexp(logp, 0) - math.log(f.shape[0])).mean())
+
+    def _output_units(self, f):
+        return self._y_mean + self._y_std * f
+
+    # --- public API ---------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the variational posterior to data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Real-valued targets.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        return self._fit(X, y, incremental=False)
+
+    def partial_fit(self, X, y):
+        """Run one epoch over ``(X, y)``, continuing from the current posterior.
+
+        The first call initialises the model (target scaling is fixed by the
+        data of that call).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Real-valued targets.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        return self._fit(X, y, incremental=True)
+
+    def _moments(self, X):
+        f = self._predict_outputs(X)[..., 0]
+        mean = f.mean(0)
+        var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
+        return mean, var
+
+    def predict(self, X, return_std=False):
+        """Posterior predictive mean (and standard deviation).
+
+        The mean averages the network output over ``predict_samples`` weight
+        samples; the standard deviation combines the spread of those outputs
+        (epistemic) with the learned noise (aleatoric):
+        ``std^2 = Var_q[f(x)] + E_q[1 / tau]``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+        return_std : bool, default=False
+            Also return the predictive standard deviation.
+
+        Returns
+        -------
+        y_mean : ndarray of shape (n_samples,)
+            Predictive mean.
+        y_std : ndarray of shape (n_samples,)
+            Predictive standard deviation (only if ``return_std`` is True).
+        """
+        mean, var = self._moments(X)
+        y_mean = (self._y_mean + self._y_std * mean).cpu().numpy().astype(np.float64)
+        if not return_std:
+            return y_mean
+        return y_mean, (self._y_std * torch.sqrt(var)).cpu().numpy().astype(np.float64)
+
+    def predict_std(self, X):
+        """Posterior predictive standard deviation.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y_std : ndarray of shape (n_samples,)
+            ``predict(X, return_std=True)[1]``.
+        """
+        return self.predict(X, return_std=True)[1]
+
+    def sample_y(self, X, n_samples=1, random_state=0):
+        """Draw targets from the posterior predictive distribution.
+
+        Each draw takes a weight sample from the posterior, a noise precision
+        from its posterior (or the fixed one) and Gaussian noise.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples_X, n_features)
+            Inputs.
+        n_samples : int, default=1
+            Number of draws per input.
+        random_state : int, RandomState instance or None, default=0
+            Seeds the draws (as in ``GaussianProcessRegressor.sample_y``).
+
+        Returns
+        -------
+        y_samples : ndarray of shape (n_samples_X, n_samples)
+            Draws, one column per sample.
+        """
+        rng = check_random_state(random_state)
+        seed = int(rng.randint(np.iinfo(np.int32).max))
+        f = self._predict_outputs(X, n_samples=int(n_samples), seed=seed)[..., 0].cpu().numpy().astype(np.float64)
+        noise = self._likelihood.noise
+        if noise.learn:
+            tau = rng.gamma(noise.a, 1.0 / noise.b, size=(f.shape[0], 1))
+        else:
+            tau = np.full((f.shape[0], 1), noise.tau)
+        eps = rng.standard_normal(f.shape)
+        y = f + eps / np.sqrt(tau)
+        return (self._y_mean + self._y_std * y).T
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.single_output = True
+        tags.target_tags.multi_output = False
+        return tags
+
+
+class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
+    """Bernoulli (two classes, one logit) or categorical (softmax) classification (not public)."""
+
+    def _validate_X_y(self, X, y, reset):
+        X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32])
+        check_classification_targets(y)
+        return X, y
+
+    def _n_classes(self):
+        return len(self.classes_)
+
+    def _prepare_targets(self, y, first, classes=None):
+        if first:
+            labels = unique_labels(y) if classes is None else unique_labels(np.asarray(classes))
+            if len(labels) < 2:
+                raise ValueError(
+                    f"{type(self).__name__} needs samples of at least 2 classes in the data; "
+                    f"got 1 class: {labels[0]!r}."
+                )
+            self.classes_ = labels
+        else:
+            if classes is not None and not np.array_equal(unique_labels(np.asarray(classes)), self.classes_):
+                raise ValueError(
+                    f"classes={classes!r} differs from the classes of the first call, {self.classes_!r}."
+                )
+        unseen = np.setdiff1d(np.unique(y), self.classes_)
+        if unseen.size:
+            raise ValueError(f"y contains labels not in classes_: {unseen!r}.")
+
+    def _make_likelihood(self):
+        k = len(self.classes_)
+        return Bernoulli() if k == 2 else Categorical(k)
+
+    def _encode_targets(self, y):
+        return np.searchsorted(self.classes_, y)
+
+    def _target_tensor(self, y):
+        if len(self.classes_) == 2:
+            return self._tensor(np.asarray(y, dtype=np.float64))
+        return self._tensor(np.asarray(y, dtype=np.int64), dtype=torch.long)
+
+    def _probs(self, f):
+        """Class probabilities per weight sample, ``(S, n, n_classes)``."""
+        if len(self.classes_) == 2:
+            p1 = torch.sigmoid(f[..., 0])
+            return torch.stack([1.0 - p1, p1], -1)
+        return torch.softmax(f, -1)
+
+    def _validation_score(self, Xv, yv):
+        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
+        p = self._probs(f).mean(0)
+        idx = torch.as_tensor(np.asarray(yv, dtype=np.int64), device=p.device)
+        return float(torch.log(p.gather(1, idx[:, None]).clamp_min(1e-300)).mean())
+
+    # --- public API ---------------------------------------------------------------------
+    def fit(self, X, y):
+        """Fit the variational posterior to data.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels (any hashable, sortable type: ints, strings, ...).
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        return self._fit(X, y, incremental=False)
+
+    def partial_fit(self, X, y, classes=None):
+        """Run one epoch over ``(X, y)``, continuing from the current posterior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training inputs.
+        y : array-like of shape (n_samples,)
+            Class labels.
+        classes : array-like of shape (n_classes,), default=None
+            All classes that can appear in any call. Required on the first
+            call (as for scikit-learn's incremental classifiers), ignored later
+            unless it disagrees with ``classes_``.
+
+        Returns
+        -------
+        self : object
+            Fitted estimator.
+        """
+        if not hasattr(self, "classes_") and classes is None:
+            raise ValueError("classes must be passed on the first call to partial_fit.")
+        return self._fit(X, y, incremental=True, classes=classes)
+
+    def predict_proba(self, X):
+        """Posterior predictive class probabilities.
+
+        The Monte Carlo average over ``predict_samples`` weight samples of the
+        network's class probabilities (not of its logits).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_classes)
+            Columns follow ``classes_``.
+        """
+        check_is_fitted(self, "posterior_")
+        p = self._probs(self._predict_outputs(X)).mean(0)
+        return p.cpu().numpy().astype(np.float64)
+
+    def predict_log_proba(self, X):
+        """Logarithm of the posterior predictive class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        log_proba : ndarray of shape (n_samples, n_classes)
+            ``log(predict_proba(X))``.
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X))
+
+    def predict_std(self, X):
+        """Standard deviation of each class probability over the posterior.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        std : ndarray of shape (n_samples, n_classes)
+            Spread of the class probabilities over the weight samples.
+        """
+        check_is_fitted(self, "posterior_")
+        p = self._probs(self._predict_outputs(X))
+        return p.std(0, unbiased=False).cpu().numpy().astype(np.float64)
+
+    def predict(self, X):
+        """Most probable class under the posterior predictive.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        Returns
+        -------
+        y : ndarray of shape (n_samples,)
+            Predicted class labels.
+        """
+        proba = self.predict_proba(X)
+        return self.classes_[np.argmax(proba, axis=1)]

@@ -1,0 +1,181 @@
+"""The posterior family interface: what a method provides to the training loop.
+
+A family is a small object built from the estimator's parameters at the start of
+every ``fit`` / ``partial_fit`` (so ``set_params`` between warm-started fits takes
+effect). It holds hyperparameters only; everything that changes during training
+lives in the posterior object and in a plain ``state`` dict of tensors and numbers,
+both owned by the estimator (they deep-copy for snapshots and pickle with it).
+
+The loop (:mod:`skbayes._loop`) owns the step counter ``t_``, the likelihood's own
+update (the regressors' noise precision), snapshots, divergence and stopping; a
+family never touches them. One training step is::
+
+    result = family.step(posterior, state, Xb, yb, ctx)   # updates posterior/state in place
+
+and the loop then feeds ``result.outputs`` to the likelihood's update with
+``result.noise_step`` and advances ``t_``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import torch
+
+from .._networks import NetworkForward
+
+
+@dataclass
+class StepContext:
+    """What one training step may read (all owned by the loop).
+
+    Attributes
+    ----------
+    forward : NetworkForward
+        Network + parameter vector -> outputs.
+    likelihood : object
+        Per-example negative log-likelihood ``nll(f, y)`` and ``sample(f, generator)``.
+    n_train : int
+        Training examples ``N`` (the minibatch terms are scaled to ``N``).
+    generator : torch.Generator
+        The fit's random stream (weight samples, masks, sampled labels).
+    t : int
+        Training steps completed before this one.
+    kl_scale : float
+        KL annealing factor at step ``t`` (1 without annealing).
+    mc_samples : int
+        Weight samples ``S`` per step.
+    """
+
+    forward: NetworkForward
+    likelihood: Any
+    n_train: int
+    generator: torch.Generator
+    t: int
+    kl_scale: float
+    mc_samples: int
+
+
+@dataclass
+class StepResult:
+    """What one training step gives back to the loop.
+
+    Attributes
+    ----------
+    data_term : float
+        Minibatch estimate, scaled to all ``N`` examples, of the expected negative
+        log-likelihood ``E_q[-log p(y | X, theta)]``: ``(N / (M S)) sum_{s,i} nll_si``.
+    outputs : Tensor of shape (S, M, n_outputs)
+        Network outputs of the step (detached), for the likelihood's own update.
+    noise_step : float
+        Step size of that update (the regressors' natural-gradient step on ``q(tau)``).
+    """
+
+    data_term: float
+    outputs: torch.Tensor
+    noise_step: float
+
+
+class PosteriorFamily:
+    """Base class of the posterior families (one per method).
+
+    Subclasses declare ``parameter_constraints`` (validation, merged into the
+    estimator's table) and ``param_docs`` (docstring entries of their own
+    parameters, see :mod:`skbayes._docs`), and implement :meth:`init_posterior`
+    and :meth:`step`. The default :meth:`kl` is ``kl_weight * kl_scale *
+    KL(q || N(0, prior_precision^{-1} I))``.
+
+    Parameters
+    ----------
+    params : dict
+        The estimator's parameters (``get_params(deep=False)`` plus fixed class
+        values such as VOGN's ``rank = 0``), set as attributes.
+    """
+
+    #: Validation table of the family's own parameters (see :mod:`skbayes._validation`).
+    parameter_constraints: ClassVar[dict[str, list]] = {}
+    #: Docstring entries of the family's own parameters and its overrides of shared ones.
+    param_docs: ClassVar[dict[str, Any]] = {}
+    #: Docstring entries of the family's fitted attributes (``posterior_``, ``loss_curve_``...).
+    attr_docs: ClassVar[dict[str, Any]] = {}
+    #: Parameters named in divergence and instability warnings (besides ``learning_rate``).
+    step_size_names: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, params: dict[str, Any]):
+        for k, v in params.items():
+            setattr(self, k, v)
+
+    # --- what every family provides ------------------------------------------------
+    def init_posterior(self, mean: torch.Tensor, precision: torch.Tensor | None, n_train: int,
+                       forward: NetworkForward, kl_scale: float) -> tuple[Any, dict]:
+        """The initial ``(posterior, state)``.
+
+        Parameters
+        ----------
+        mean : Tensor of shape (D,)
+            Initial mean (the initialiser's).
+        precision : Tensor of shape (D,) or None
+            The initialiser's diagonal precision over all ``n_train`` examples
+            (:func:`skbayes._init.initial_precision`); None for ``init='default'``.
+        n_train : int
+        forward : NetworkForward
+        kl_scale : float
+            KL annealing factor at step 0.
+        """
+        raise NotImplementedError
+
+    def step(self, posterior: Any, state: dict, Xb: torch.Tensor, yb: torch.Tensor,
+             ctx: StepContext) -> StepResult:
+        """One training step on a minibatch; updates ``posterior`` and ``state`` in place."""
+        raise NotImplementedError
+
+    def kl(self, posterior: Any, state: dict, kl_scale: float) -> float:
+        """The prior term of the reported objective (``loss_curve_``)."""
+        return self.kl_factor(kl_scale) * posterior.kl_to_prior(self.prior_precision)
+
+    # --- shared helpers ---------------------------------------------------------------
+    def kl_factor(self, kl_scale: float) -> float:
+        """Weight of the KL term: the ``kl_weight`` parameter (1 if the family has none)
+        times the annealing factor."""
+        return float(getattr(self, "kl_weight", 1.0)) * kl_scale
+
+    def step_sizes(self) -> str:
+        """``name=value`` of the step sizes, for warnings."""
+        names = ("learning_rate",) + tuple(self.step_size_names)
+        return ", ".join(f"{n}={getattr(self, n)}" for n in names)
+
+
+def kl_annealing_scale(kl_annealing, t: int) -> float:
+    """KL annealing weight ``gamma / (1 + exp(-a (t - b)))`` at step ``t`` (App. E.9 of
+    the i-BLM paper); 1 without annealing."""
+    if kl_annealing is None:
+        return 1.0
+    g, a, b = (float(v) for v in kl_annealing)
+    z = -a * (t - b)
+    return g / (1.0 + math.exp(min(z, 700.0)))
+
+
+#: Adam's default moment decay rates and epsilon (those of ``torch.optim.Adam``).
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+
+
+def adam_update(param, grad, state, key, lr, betas=ADAM_BETAS, eps=ADAM_EPS):
+    """One Adam step on ``param`` (returns the new tensor), ``torch.optim.Adam``'s arithmetic.
+
+    The first and second moments live in ``state[key + "_m"]`` and ``state[key + "_v"]``
+    and the step count in ``state["step"]`` (advanced by the caller once per step, before
+    the call), so the whole optimiser state is a plain dict of tensors and an int: it
+    deep-copies (snapshots, divergence recovery) and pickles with the estimator::
+
+        m <- b1 m + (1 - b1) g,     v <- b2 v + (1 - b2) g^2
+        param <- param - (lr / (1 - b1^t)) m / (sqrt(v / (1 - b2^t)) + eps)
+    """
+    b1, b2 = betas
+    t = int(state["step"])
+    m = state[key + "_m"].mul_(b1).add_(grad, alpha=1.0 - b1)
+    v = state[key + "_v"].mul_(b2).addcmul_(grad, grad, value=1.0 - b2)
+    denom = (v.sqrt() / math.sqrt(1.0 - b2**t)).add_(eps)
+    return param - (lr / (1.0 - b1**t)) * m / denom

@@ -1,0 +1,153 @@
+"""Vprop and Vadam (Khan et al., ICML 2018): mean-field natural-gradient VI without
+per-example gradients (the "gradient magnitude" approximation)."""
+
+import numbers
+
+import torch
+
+from .._docs import E
+from .._validation import Interval, Options
+from ..posteriors import DiagonalGaussian
+from .base import PosteriorFamily, StepResult
+
+METHODS = ("vadam", "vprop")
+
+#: ``learning_rate='auto'``: an Adam step for Vadam, a natural-gradient step for Vprop.
+AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
+
+#: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
+NOISE_STEP = 0.05
+
+
+def minibatch_gradients(forward, theta, X, y, lik):
+    """Gradients of the summed minibatch negative log-likelihood, one row per weight sample.
+
+    A plain backward pass of ``sum_i nll_i(theta_s)`` (no per-example gradients):
+    with the dense-layer path all ``S`` samples share one batched forward and
+    backward pass (row ``s`` of the gradient with respect to ``theta`` only sees
+    sample ``s``); any other module runs one ``functional_call`` per sample.
+
+    Returns
+    -------
+    G : Tensor (S, D)
+        ``G[s] = sum_i grad nll_i(theta_s)``.
+    nll : Tensor (S, M), detached.
+    f : Tensor (S, M, out), detached network outputs.
+    """
+    with torch.enable_grad():
+        th = theta.detach().requires_grad_(True)
+        f = forward(th, X)
+        nll = lik.nll(f, y)
+        (G,) = torch.autograd.grad(nll.sum(), th)
+    return G, nll.detach(), f.detach()
+
+
+class MeanFieldFamily(PosteriorFamily):
+    """Diagonal Gaussian ``N(mu, diag(N s + lambda)^{-1})`` with Vadam's or Vprop's update."""
+
+    parameter_constraints = {
+        "method": [Options(METHODS)],
+        "prior_precision": [Interval(numbers.Real, 0, None, closed="neither")],
+        "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), Options(("auto",))],
+        "beta1": [Interval(numbers.Real, 0, 1, closed="left")],
+        "beta2": [Interval(numbers.Real, 0, 1, closed="left")],
+    }
+
+    param_docs = {
+        "module": E("callable or torch.nn.Module", """
+            A custom network instead of the built one: a callable
+            ``module(n_features_in, n_outputs)`` returning a ``torch.nn.Module``
+            (a class works), or a module instance (deep-copied, never modified).
+            It receives float tensors of shape ``(batch, n_features_in)``; a conv net
+            reshapes them itself (e.g. with ``torch.nn.Unflatten``). A
+            ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
+            runs all weight samples of a step in one batched forward and backward
+            pass; any other module runs one ordinary forward and backward pass per
+            weight sample (no per-example gradients either way)."""),
+        "method": E("{'vadam', 'vprop'}", """
+            The update: 'vadam' (Adam-like: momentum on the gradient, bias
+            corrections, square root of the second moment in the mean step) or
+            'vprop' (RMSprop-like natural-gradient step, no momentum). See above."""),
+        "learning_rate": E("float or 'auto'", """
+            Step size ``alpha`` of the mean update. 'auto' is 0.01 for 'vadam' (an
+            Adam step: each weight moves by about ``alpha`` per step) and 0.05 for
+            'vprop' (a natural-gradient step, as VOGN's default)."""),
+        "beta1": E("float", """
+            Decay ``gamma_1`` of Vadam's moving average ``m`` of the gradient
+            (Adam's momentum). Ignored by 'vprop'."""),
+        "beta2": E("float", """
+            Decay ``gamma_2`` of the moving average ``s`` of the squared minibatch
+            gradient, for both methods (Vprop's rate ``beta`` of the poster is
+            ``1 - beta2``). ``s`` forgets its start at rate ``1 - beta2`` per step:
+            the default's time constant is 1000 steps, so a short fit keeps much of
+            the initial precision."""),
+        "init": E("{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}", """
+            Initialisation of the posterior (see the initialisation page of the
+            documentation). 'default': PyTorch's initialisation of the network as
+            the mean and ``s0 = 1``, i.e. the precision ``(prior_precision + n_samples) I``
+            SLANG and VOGN start from. The other choices give a mean and a diagonal
+            precision ``d0`` over the ``n`` training samples (i-BLM's rescaled from
+            its minibatches of ``iblm_batch_size`` rows, as for SLANG), turned into
+            ``s0 = max(d0 - prior_precision, 0) / n``."""),
+        "noise_precision": E("'auto' or float", """
+            Precision of the Gaussian observation noise, in the units of ``y``
+            (1 / noise variance). 'auto' learns it (``Gamma(6, 6)`` prior on the
+            standardised scale, variational Gamma posterior updated after every
+            step by a natural-gradient step of size 0.05, as for noisy K-FAC); a
+            float fixes it."""),
+    }
+    attr_docs = {
+        "posterior_": E("DiagonalGaussian", """
+            The variational posterior: ``mean``, the per-weight precision
+            ``d = N s + prior_precision``, ``variance()`` (``1 / d``),
+            ``sample(n, random_state)``, and for small models ``precision()`` and
+            ``covariance()``."""),
+    }
+
+    def resolved_learning_rate(self):
+        """The step size, with 'auto' resolved for the method."""
+        if isinstance(self.learning_rate, str):  # 'auto' (validated)
+            return AUTO_LEARNING_RATE[self.method]
+        return float(self.learning_rate)
+
+    def step_sizes(self):
+        auto = f" = {self.resolved_learning_rate()}" if isinstance(self.learning_rate, str) else ""
+        return f"learning_rate={self.learning_rate}{auto}, method={self.method!r}, beta1={self.beta1}, beta2={self.beta2}"
+
+    def init_posterior(self, mean, precision, n_train, forward, kl_scale):
+        lam = float(self.prior_precision)
+        if precision is None:
+            s0 = torch.ones_like(mean)  # the precision N + lam SLANG and VOGN start from
+        else:
+            s0 = (precision - lam).clamp_min(0.0) / n_train
+        post = DiagonalGaussian(mean, n_train * s0 + lam)
+        return post, {"s": s0, "s0": s0.clone(), "m": torch.zeros_like(mean)}
+
+    def step(self, post, st, Xb, yb, ctx):
+        """One Vprop or Vadam step (see the estimators' docstrings for the update)."""
+        S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t + 1, ctx.n_train
+        alpha = self.resolved_learning_rate()
+        b1, b2 = float(self.beta1), float(self.beta2)
+        lam = float(self.prior_precision) * ctx.kl_scale
+        lam_n = lam / N
+        theta = post.sample_t(S, generator=ctx.generator)  # mu + eps / sqrt(N s + lam)
+        G, nll, f = minibatch_gradients(ctx.forward, theta, Xb, yb, ctx.likelihood)
+        G = G / M  # minibatch-mean gradient of the NLL, one row per weight sample
+        g = G.mean(0)
+        g2 = (G * G).mean(0)  # MC estimate of E_q[g_hat**2]
+        mu = post.mean_t
+        s = b2 * st["s"] + (1.0 - b2) * g2
+        if self.method == "vprop":
+            mu = mu - alpha * (g + lam_n * mu) / (s + lam_n)
+        else:
+            m = b1 * st["m"] + (1.0 - b1) * (g + lam_n * mu)
+            st["m"] = m
+            m_hat = m / (1.0 - b1**t)
+            # Adam's bias correction of the average of g_hat**2 (s started at s0, not 0)
+            s_hat = ((s - (b2**t) * st["s0"]) / (1.0 - b2**t)).clamp_min(0.0)
+            mu = mu - alpha * m_hat / (torch.sqrt(s_hat) + lam_n)
+        st["s"] = s
+        post.mean_t = mu
+        post.d_t = N * s + lam
+        scale = N / (M * S)
+        return StepResult(float(scale * nll.sum()), f, NOISE_STEP)

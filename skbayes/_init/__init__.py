@@ -1,0 +1,82 @@
+"""Initialisation of the variational posterior (one room): i-BLM and the competitors of
+Rossi, Michiardi and Filippone (ICML 2019).
+
+Every initialiser gives the posterior mean and the KL-optimal factorised variances
+(flat vectors in ``module_.parameters()`` order); :func:`initial_precision` turns
+them into the diagonal precision of a posterior over all ``N`` training examples,
+which each family maps into its own structure.
+
+- :mod:`.iblm`: layer-wise Bayesian linear regression.
+- :mod:`.baselines`: uninformative, heuristic, Xavier, orthogonal, LSUV.
+- :mod:`.batched_blr`: the batched Bayesian linear regression engine of i-BLM.
+"""
+
+import warnings
+
+import torch
+
+from ..exceptions import UnsupportedLayerError
+from .baselines import simple_init
+from . import iblm as _iblm_module
+
+INITS = ("iblm", "iblm_random", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv")
+
+
+def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
+                    centre_hidden=False):
+    """``(mean, variance, noise_variance)`` of the initial posterior for ``init=kind``.
+
+    ``variance`` is None for 'default'; ``noise_variance`` (regression with i-BLM only) is the
+    output layer's estimate of the observation noise, otherwise None.
+    """
+    layout, module = forward.layout, forward.module
+    if kind == "default":
+        return layout.flatten_module(module).clone(), None, None
+    noise_variance = None
+    try:
+        if kind in ("iblm", "iblm_random"):
+            mean, var, noise_variance = _iblm_module.iblm(
+                forward, X, y_enc, gen, prior_precision, batch_size=batch_size, n_classes=n_classes,
+                centre_hidden=centre_hidden, local=kind == "iblm",
+            )
+        else:
+            mean, var = simple_init(forward, kind, X, gen, prior_precision, batch_size=batch_size)
+    except torch.linalg.LinAlgError as exc:
+        raise ValueError(
+            f"init={kind!r} failed: a Bayesian linear regression of the initialisation is numerically "
+            "singular, which happens with badly scaled inputs; standardise X (e.g. StandardScaler) or "
+            "use init='default'."
+        ) from exc
+    except UnsupportedLayerError as exc:
+        warnings.warn(
+            f"init={kind!r} handles networks whose parameterised layers are nn.Linear / nn.Conv2d; "
+            f"falling back to init='default' ({exc})",
+            UserWarning,
+        )
+        return layout.flatten_module(module).clone(), None, None
+    if not (torch.isfinite(mean).all() and torch.isfinite(var).all() and (var > 0).all()):
+        raise ValueError(
+            f"init={kind!r} produced non-finite weights (badly scaled inputs?); standardise X or use "
+            "init='default'."
+        )
+    return mean, var, noise_variance
+
+
+def initial_precision(var, prior_precision, n_train, kind, batch_size):
+    """Diagonal precision of the initial posterior over all ``n_train`` examples.
+
+    ``var`` None (``init='default'``, no initialiser variances): None, and each family
+    starts from the prior plus one unit of curvature per training example,
+    ``prior_precision + n_train`` (standard deviations of about ``1 / sqrt(N + prior)``),
+    in its own parameterisation. i-BLM: its factorised precisions come from
+    regressions on ``B = min(batch_size, n_train)`` rows, so their data part is
+    rescaled to ``N`` rows: ``lam + max(1 / var - lam, 0) N / B``. Any other
+    initialiser: ``1 / var``.
+    """
+    lam = float(prior_precision)
+    if var is None:
+        return None
+    if kind in ("iblm", "iblm_random"):
+        B = min(int(batch_size), n_train)
+        return lam + (1.0 / var - lam).clamp_min(0.0) * (n_train / B)
+    return 1.0 / var

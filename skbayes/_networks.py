@@ -1,0 +1,431 @@
+"""Networks: the MLP built from ``hidden_layer_sizes``, user modules, the flat
+parameter vector <-> module views, the forward path (network + parameter vector ->
+outputs) used by every family and by prediction, and the per-layer geometry of
+``Linear`` / ``Conv2d`` layers that the Kronecker families and i-BLM work with."""
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+from torch.func import functional_call
+
+from .exceptions import UnsupportedLayerError
+
+ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "logistic": nn.Sigmoid,
+    "sigmoid": nn.Sigmoid,
+    "identity": nn.Identity,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "softplus": nn.Softplus,
+    "leaky_relu": nn.LeakyReLU,
+}
+
+# Parameter-free modules that act element-wise: they may sit between the
+# Linear layers of a network that takes the fast dense-layer curvature path.
+_ELEMENTWISE = (
+    nn.ReLU,
+    nn.Tanh,
+    nn.Sigmoid,
+    nn.Identity,
+    nn.ELU,
+    nn.GELU,
+    nn.Softplus,
+    nn.LeakyReLU,
+    nn.SiLU,
+    nn.Mish,
+    nn.Hardtanh,
+    nn.ReLU6,
+    nn.SELU,
+    nn.CELU,
+)
+
+
+def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu"):
+    """A fully connected network ``n_in -> hidden... -> n_out`` (no final activation)."""
+    if activation not in ACTIVATIONS:
+        raise ValueError(
+            f"activation={activation!r} is not supported; choose one of {sorted(ACTIVATIONS)}."
+        )
+    layers = []
+    prev = n_in
+    for h in hidden_layer_sizes:
+        layers.append(nn.Linear(prev, int(h)))
+        layers.append(ACTIVATIONS[activation]())
+        prev = int(h)
+    layers.append(nn.Linear(prev, n_out))
+    return nn.Sequential(*layers)
+
+
+def make_module(module, n_in, n_out):
+    """Instantiate the user's ``module`` parameter.
+
+    ``module`` is either a callable ``module(n_features_in, n_outputs)`` returning
+    a :class:`torch.nn.Module` (a class or a function), or a ready module instance,
+    which is deep-copied so that the user's object is never modified.
+    """
+    if isinstance(module, nn.Module):
+        net = copy.deepcopy(module)
+    elif callable(module):
+        net = module(n_in, n_out)
+    else:
+        raise TypeError(
+            "module must be a torch.nn.Module or a callable (n_features_in, n_outputs) -> Module, "
+            f"got {type(module).__name__}."
+        )
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"module(...) must return a torch.nn.Module, got {type(net).__name__}.")
+    if not any(p.requires_grad for p in net.parameters()):
+        raise ValueError("module has no trainable parameters.")
+    return net
+
+
+class ParamLayout:
+    """Where each parameter of a module lives in the flat vector.
+
+    The flat vector follows ``module.parameters()`` order, each tensor flattened
+    in row-major order (for ``nn.Linear``: the ``(out, in)`` weight, then the bias).
+    """
+
+    def __init__(self, module):
+        self.names = []
+        self.shapes = []
+        self.offsets = []
+        off = 0
+        for name, p in module.named_parameters():
+            if not p.requires_grad:
+                continue
+            self.names.append(name)
+            self.shapes.append(tuple(p.shape))
+            self.offsets.append(off)
+            off += p.numel()
+        self.size = off
+
+    def unflatten(self, theta):
+        """Dict name -> view of ``theta`` (shape ``(..., D)``) with the parameter's shape."""
+        lead = theta.shape[:-1]
+        out = {}
+        for name, shape, off in zip(self.names, self.shapes, self.offsets):
+            n = 1
+            for s in shape:
+                n *= s
+            out[name] = theta[..., off : off + n].reshape(*lead, *shape)
+        return out
+
+    def flatten_module(self, module):
+        params = dict(module.named_parameters())
+        return torch.cat([params[n].detach().reshape(-1) for n in self.names])
+
+    def load_into(self, module, theta):
+        params = dict(module.named_parameters())
+        views = self.unflatten(theta)
+        with torch.no_grad():
+            for n in self.names:
+                params[n].copy_(views[n])
+
+
+class DenseSpec:
+    """A ``nn.Sequential`` of ``nn.Linear`` layers and element-wise activations.
+
+    Such a network gets the fast curvature path: per-example gradients are never
+    materialised; every product with them is a few matmuls with the layer inputs
+    ``A`` and the back-propagated output gradients ``Delta``.
+    """
+
+    def __init__(self, module, layout):
+        self.steps = []  # ("linear", info) or ("act", module)
+        self.names = []  # module name of every step
+        pos = {n: (o, s) for n, s, o in zip(layout.names, layout.shapes, layout.offsets)}
+        for idx, child in enumerate(module):
+            self.names.append(str(idx))
+            if isinstance(child, nn.Linear):
+                w_off, w_shape = pos[f"{idx}.weight"]
+                b_off = pos[f"{idx}.bias"][0] if child.bias is not None else None
+                self.steps.append(("linear", (w_off, w_shape[0], w_shape[1], b_off)))
+            else:
+                self.steps.append(("act", child))
+        self.linears = [s[1] for s in self.steps if s[0] == "linear"]
+
+    @staticmethod
+    def supports(module):
+        if not isinstance(module, nn.Sequential) or len(module) == 0:
+            return False
+        for child in module:
+            if isinstance(child, nn.Linear):
+                if not child.weight.requires_grad or (
+                    child.bias is not None and not child.bias.requires_grad
+                ):
+                    return False
+            elif isinstance(child, _ELEMENTWISE):
+                if any(True for _ in child.parameters()):
+                    return False
+            else:
+                return False
+        return True
+
+    def forward(self, theta, X, keep=False, layer_inputs=None):
+        """Evaluate the network for weight samples ``theta`` (S, D) on rows ``X`` (n, in).
+
+        Returns the outputs ``(S, n, out)``; with ``keep=True`` also the list of
+        layer inputs ``A_l`` (S, n, in_l) and pre-activations ``Z_l`` (S, n, out_l),
+        with each ``Z_l`` part of the autograd graph so that
+        ``torch.autograd.grad(loss, Z)`` gives the per-example output gradients.
+        A single weight vector ``theta`` (D,) gives outputs ``(n, out)``.
+        ``layer_inputs``: ``{module name: fn}``, ``h -> fn(h)`` applied to the input of
+        those ``Linear`` layers (e.g. dropout masks).
+        """
+        if theta.dim() == 1:
+            return self._forward_one(theta, X, layer_inputs or {})
+        h = X
+        As, Zs = [], []
+        for name, (kind, info) in zip(self.names, self.steps):
+            if kind == "act":
+                h = info(h)
+                continue
+            if layer_inputs and name in layer_inputs:
+                h = layer_inputs[name](h)
+            w_off, out, inp, b_off = info
+            W = theta[:, w_off : w_off + out * inp].reshape(-1, out, inp)
+            z = torch.matmul(h, W.transpose(1, 2))
+            if b_off is not None:
+                z = z + theta[:, None, b_off : b_off + out]
+            if keep:
+                if h.dim() == 2:
+                    h = h.expand(theta.shape[0], *h.shape)
+                As.append(h.detach())
+                if not z.requires_grad:
+                    z.requires_grad_(True)
+                Zs.append(z)
+            h = z
+        if keep:
+            return h, As, Zs
+        return h
+
+    def _forward_one(self, theta, X, layer_inputs):
+        h = X
+        for name, (kind, info) in zip(self.names, self.steps):
+            if kind == "act":
+                h = info(h)
+                continue
+            if name in layer_inputs:
+                h = layer_inputs[name](h)
+            w_off, out, inp, b_off = info
+            h = h @ theta[w_off : w_off + out * inp].view(out, inp).T
+            if b_off is not None:
+                h = h + theta[b_off : b_off + out]
+        return h
+
+    def local_reparam(self, mean, var, X, n_samples, generator=None):
+        """Network outputs ``(S, n, out)`` under the local reparameterisation trick.
+
+        For every dense layer the pre-activations are sampled directly from their
+        distribution given the layer input ``h`` under factorised weights with
+        means ``mean`` and variances ``var`` (flat vectors),
+        ``z ~ N(h mu_W^T + mu_b, h^2 (sigma_W^2)^T + sigma_b^2)``, independently for
+        every example and each of the ``S`` draws. Per example this is the same
+        distribution of every layer's pre-activations as drawing one weight sample
+        (so the expected loss and its gradient are the same), with less variance
+        across examples.
+        """
+        h = X
+        tiny = torch.finfo(mean.dtype).tiny
+        for kind, info in self.steps:
+            if kind == "act":
+                h = info(h)
+                continue
+            w_off, out, inp, b_off = info
+            Wm = mean[w_off : w_off + out * inp].reshape(out, inp)
+            Wv = var[w_off : w_off + out * inp].reshape(out, inp)
+            zm = h @ Wm.T
+            zv = (h * h) @ Wv.T
+            if b_off is not None:
+                zm = zm + mean[b_off : b_off + out]
+                zv = zv + var[b_off : b_off + out]
+            shape = (int(n_samples),) + tuple(zm.shape[-2:])
+            eps = torch.randn(shape, generator=generator, dtype=zm.dtype, device=zm.device)
+            h = zm + torch.sqrt(zv.clamp_min(tiny)) * eps
+        return h
+
+
+class NetworkForward:
+    """Network + flat parameter vector -> outputs: the one forward path of the library.
+
+    Hides the choice between the fast dense-layer path (a ``DenseSpec``: every
+    weight sample of a call in one batched pass) and ``torch.func.functional_call``
+    (any module, one pass per weight sample).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network (its own parameters are never used by a call).
+    layout : ParamLayout
+        Where each parameter lives in the flat vector.
+    n_features : int
+        Width of the network's input rows.
+    """
+
+    def __init__(self, module, layout, n_features):
+        self.module = module
+        self.layout = layout
+        self.n_features = int(n_features)
+        self.spec = DenseSpec(module, layout) if DenseSpec.supports(module) else None
+
+    @property
+    def dense(self):
+        """True when the network takes the dense-layer path."""
+        return self.spec is not None
+
+    def __call__(self, theta, X, layer_inputs=None):
+        """Outputs for weights ``theta``: (S, D) -> (S, n, out); (D,) -> (n, out).
+
+        ``layer_inputs``: ``{module name: fn}`` applied to the inputs of those layers.
+        """
+        if self.spec is not None:
+            return self.spec.forward(theta, X, layer_inputs=layer_inputs)
+        if theta.dim() == 2:
+            return torch.stack([self._call_one(th, X, layer_inputs) for th in theta])
+        return self._call_one(theta, X, layer_inputs)
+
+    def _call_one(self, theta, X, layer_inputs):
+        if not layer_inputs:
+            return functional_call(self.module, self.layout.unflatten(theta), (X,))
+        modules = dict(self.module.named_modules())
+        hooks = [
+            modules[name].register_forward_pre_hook(lambda m, args, fn=fn: (fn(args[0]),) + tuple(args[1:]))
+            for name, fn in layer_inputs.items()
+        ]
+        try:
+            return functional_call(self.module, self.layout.unflatten(theta), (X,))
+        finally:
+            for h in hooks:
+                h.remove()
+
+
+def call_order(module, X_probe):
+    """Names of the submodules holding trainable parameters, in the order a forward pass
+    on ``X_probe`` calls them (each once; the module is not modified)."""
+    probe = copy.deepcopy(module)  # a forward pass may touch buffers (e.g. batch-norm statistics)
+    order, hooks = [], []
+    for name, m in probe.named_modules():
+        if any(p.requires_grad for p in m.parameters(recurse=False)):
+            hooks.append(m.register_forward_pre_hook(lambda mod, args, name=name: order.append(name)))
+    try:
+        with torch.no_grad():
+            probe(X_probe)
+    finally:
+        for h in hooks:
+            h.remove()
+    seen = []
+    for name in order:
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+# --- per-layer geometry of Linear / Conv2d layers ------------------------------------
+#
+# Each ``nn.Linear`` / ``nn.Conv2d`` layer ``l`` is a block; the bias is folded in
+# as a homogeneous coordinate. A layer's weights form the matrix ``W`` of shape
+# ``(n, p)``: ``n = n_in (+1)`` inputs (for a conv layer ``n_in = C kh kw``
+# patch entries), ``p`` outputs, ``W[:n_in] = weight.reshape(p, n_in).T`` and
+# ``W[n_in] = bias``. ``vec`` stacks the columns of ``W`` (index ``j * n + i``).
+
+
+class KronLayer:
+    """Where one Linear/Conv2d layer lives in the network and in the flat vector."""
+
+    def __init__(self, name, module, w_off, b_off):
+        self.name = name
+        self.module = module
+        self.is_conv = isinstance(module, nn.Conv2d)
+        self.p = module.weight.shape[0]
+        self.n_in = module.weight[0].numel()
+        self.has_bias = module.bias is not None
+        self.n = self.n_in + int(self.has_bias)
+        self.w_off, self.b_off = w_off, b_off
+
+    def flat_to_mat(self, theta):
+        """``(..., D)`` flat vectors -> ``(..., n, p)`` weight matrices."""
+        lead = theta.shape[:-1]
+        w = theta[..., self.w_off : self.w_off + self.p * self.n_in].reshape(*lead, self.p, self.n_in)
+        W = w.transpose(-1, -2)
+        if self.has_bias:
+            b = theta[..., self.b_off : self.b_off + self.p].reshape(*lead, 1, self.p)
+            W = torch.cat([W, b], dim=-2)
+        return W
+
+    def mat_to_flat(self, W, out):
+        """Write ``(..., n, p)`` matrices into the flat vectors ``out`` (..., D)."""
+        lead = W.shape[:-2]
+        out[..., self.w_off : self.w_off + self.p * self.n_in] = (
+            W[..., : self.n_in, :].transpose(-1, -2).reshape(*lead, self.p * self.n_in)
+        )
+        if self.has_bias:
+            out[..., self.b_off : self.b_off + self.p] = W[..., self.n_in, :]
+
+    def vec_index(self, device=None):
+        """Flat indices of ``vec(W)`` (column-major), for dense references."""
+        i = torch.arange(self.n, device=device)
+        j = torch.arange(self.p, device=device)
+        I, J = torch.meshgrid(i, j, indexing="ij")
+        idx = self.w_off + J * self.n_in + I
+        if self.has_bias:
+            idx[self.n_in, :] = self.b_off + j
+        return idx.T.reshape(-1)  # column-major: j * n + i
+
+    def patches(self, x):
+        """Layer inputs as rows ``(m, T, n)`` with a trailing 1 for the bias."""
+        if self.is_conv:
+            mod = self.module
+            cols = F.unfold(x, mod.kernel_size, dilation=mod.dilation, padding=mod.padding, stride=mod.stride)
+            a = cols.transpose(1, 2)  # (m, T, C kh kw)
+        else:
+            a = x.reshape(-1, 1, x.shape[-1]) if x.dim() == 2 else x.reshape(x.shape[0], -1, x.shape[-1])
+        if self.has_bias:
+            a = torch.cat([a, a.new_ones(*a.shape[:-1], 1)], dim=-1)
+        return a
+
+    def out_grads(self, g):
+        """Output gradients as rows ``(m, T, p)``."""
+        if self.is_conv:
+            return g.flatten(2).transpose(1, 2)
+        return g.reshape(-1, 1, g.shape[-1]) if g.dim() == 2 else g.reshape(g.shape[0], -1, g.shape[-1])
+
+
+def kron_layers(module, layout):
+    """The Kronecker blocks of ``module``, or a clear error for an unsupported layer."""
+    pos = dict(zip(layout.names, layout.offsets))
+    layers = []
+    for name, mod in module.named_modules():
+        own = [p for p in mod.parameters(recurse=False)]
+        if not own:
+            continue
+        if isinstance(mod, nn.Linear) or (
+            isinstance(mod, nn.Conv2d)
+            and mod.groups == 1
+            and mod.padding_mode == "zeros"
+            and not isinstance(mod.padding, str)
+        ):
+            prefix = f"{name}." if name else ""
+            b_off = pos[prefix + "bias"] if mod.bias is not None else None
+            layers.append(KronLayer(name, mod, pos[prefix + "weight"], b_off))
+        else:
+            raise UnsupportedLayerError(
+                f"Layer {name or '<root>'!r} ({type(mod).__name__}) has parameters but is not an nn.Linear or "
+                "an nn.Conv2d (groups=1, zero padding given as integers, not 'same'/'valid'): the "
+                "Kronecker-factored posteriors cannot represent it. "
+                "Use SLANG for such modules, or make the layer parameter-free."
+            )
+    covered = sum(l.p * l.n for l in layers)
+    if covered != layout.size:
+        raise UnsupportedLayerError("Some trainable parameters do not belong to a Linear or Conv2d layer.")
+    return layers
+
+
+def ordered_layers(module, layout, X):
+    """Linear/Conv2d blocks in the order a forward pass on ``X`` calls them."""
+    layers = {l.name: l for l in kron_layers(module, layout)}
+    return [layers[name] for name in call_order(module, X[:1]) if name in layers]

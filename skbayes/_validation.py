@@ -1,0 +1,187 @@
+"""Declarative parameter validation, in the style of scikit-learn's ``_parameter_constraints``.
+
+Every estimator class and every posterior family declares a table
+``{parameter name: [constraint, ...]}``; a value is valid when it satisfies any
+constraint of its list. The tables are merged along the class hierarchy and
+checked once, at the start of ``fit`` / ``partial_fit``, before any state is
+touched. scikit-learn keeps its ``Interval`` / ``StrOptions`` machinery
+private, so this is a small local version with the same error type.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+import numpy as np
+
+from .exceptions import InvalidParameterError
+
+
+class Constraint:
+    """A set of valid values with a description for error messages."""
+
+    def is_satisfied_by(self, value: Any) -> bool:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def __str__(self) -> str:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class Interval(Constraint):
+    """Finite real (or integer) numbers in a range.
+
+    ``closed`` is one of 'left', 'right', 'both', 'neither'; a bound of None is
+    unbounded. NaN and infinities never satisfy an interval, and booleans are
+    not numbers here.
+    """
+
+    def __init__(self, kind: type, low: float | None, high: float | None, closed: str = "both"):
+        self.kind, self.low, self.high, self.closed = kind, low, high, closed
+
+    def is_satisfied_by(self, value):
+        kind = numbers.Integral if self.kind is numbers.Integral else numbers.Real
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind):
+            return False
+        if not math.isfinite(value):
+            return False
+        lo_closed = self.closed in ("left", "both")
+        hi_closed = self.closed in ("right", "both")
+        if self.low is not None and not (value > self.low or (lo_closed and value == self.low)):
+            return False
+        if self.high is not None and not (value < self.high or (hi_closed and value == self.high)):
+            return False
+        return True
+
+    def __str__(self):
+        what = "an int" if self.kind is numbers.Integral else "a finite number"
+        lo_closed = self.closed in ("left", "both")
+        hi_closed = self.closed in ("right", "both")
+        if self.low is not None and self.high is not None:
+            return f"{what} in {'[' if lo_closed else '('}{self.low}, {self.high}{']' if hi_closed else ')'}"
+        if self.low is not None:
+            return f"{what} {'>=' if lo_closed else '>'} {self.low}"
+        if self.high is not None:
+            return f"{what} {'<=' if hi_closed else '<'} {self.high}"
+        return what
+
+
+class Options(Constraint):
+    """One of a fixed set of values (strings, usually)."""
+
+    def __init__(self, options: Iterable):
+        self.options = tuple(options)
+
+    def is_satisfied_by(self, value):
+        try:
+            return any(value == o and type(value) is type(o) for o in self.options)
+        except Exception:  # e.g. an array compared to a string
+            return False
+
+    def __str__(self):
+        return "one of " + ", ".join(repr(o) for o in self.options)
+
+
+class _NoneConstraint(Constraint):
+    def is_satisfied_by(self, value):
+        return value is None
+
+    def __str__(self):
+        return "None"
+
+
+class _Boolean(Constraint):
+    def is_satisfied_by(self, value):
+        return isinstance(value, (bool, np.bool_))
+
+    def __str__(self):
+        return "a bool"
+
+
+class _InstanceOf(Constraint):
+    def __init__(self, kind: type, name: str):
+        self.kind, self.name = kind, name
+
+    def is_satisfied_by(self, value):
+        return isinstance(value, self.kind)
+
+    def __str__(self):
+        return self.name
+
+
+class _Callable(Constraint):
+    def is_satisfied_by(self, value):
+        return callable(value)
+
+    def __str__(self):
+        return "a callable"
+
+
+class _RandomState(Constraint):
+    def is_satisfied_by(self, value):
+        return value is None or isinstance(value, np.random.RandomState) or (
+            isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+        )
+
+    def __str__(self):
+        return "an int, a numpy RandomState or None"
+
+
+class Check(Constraint):
+    """A predicate with its own description (for structured values such as tuples)."""
+
+    def __init__(self, predicate: Callable[[Any], bool], description: str):
+        self.predicate, self.description = predicate, description
+
+    def is_satisfied_by(self, value):
+        try:
+            return bool(self.predicate(value))
+        except Exception:
+            return False
+
+    def __str__(self):
+        return self.description
+
+
+NONE = _NoneConstraint()
+BOOLEAN = _Boolean()
+CALLABLE = _Callable()
+RANDOM_STATE = _RandomState()
+
+
+def instance_of(kind: type, name: str) -> Constraint:
+    """Values of type ``kind``, described as ``name`` in messages."""
+    return _InstanceOf(kind, name)
+
+
+def merged_constraints(*tables: Mapping[str, list]) -> dict[str, list]:
+    """Later tables override earlier ones, name by name."""
+    out: dict[str, list] = {}
+    for t in tables:
+        out.update(t)
+    return out
+
+
+def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, list]) -> None:
+    """Raise :class:`InvalidParameterError` naming the first invalid parameter.
+
+    Parameters
+    ----------
+    owner : str
+        Name of the estimator, for the message.
+    params : mapping
+        Parameter values (``get_params(deep=False)``).
+    constraints : mapping
+        ``{name: [constraint, ...]}``; parameters without an entry are not checked.
+    """
+    for name, allowed in constraints.items():
+        if name not in params:
+            continue
+        value = params[name]
+        if any(c.is_satisfied_by(value) for c in allowed):
+            continue
+        described = [str(c) for c in allowed]
+        text = described[0] if len(described) == 1 else ", ".join(described[:-1]) + " or " + described[-1]
+        raise InvalidParameterError(f"{owner}: {name} must be {text}, got {value!r}.")

@@ -1,0 +1,88 @@
+"""Mean-field Gaussian with softplus-parameterised standard deviations: the posterior
+of Bayes by Backprop."""
+
+import math
+
+import torch
+import torch.nn.functional as F
+
+from ._common import PosteriorMixin
+
+
+def inverse_softplus(s):
+    """``rho`` with ``softplus(rho) = s`` (stable for small and large ``s > 0``)."""
+    return s + torch.log(-torch.expm1(-s))
+
+
+def diag_gaussian_kl(mean, sigma, prior_precision):
+    """``KL(N(mean, diag(sigma^2)) || N(0, prior_precision^{-1} I))`` as a tensor (differentiable)."""
+    lam = float(prior_precision)
+    var = sigma * sigma
+    return 0.5 * (lam * (var + mean * mean) - 1.0 - math.log(lam) - 2.0 * torch.log(sigma)).sum()
+
+
+class SoftplusGaussian(PosteriorMixin):
+    """Mean-field Gaussian ``N(mu, diag(sigma^2))`` with ``sigma = softplus(rho)``.
+
+    The posterior family of Bayes by Backprop. ``rho`` is unconstrained, so a
+    gradient step on ``(mu, rho)`` always gives a valid distribution.
+
+    Attributes (numpy views for users)
+    ----------------------------------
+    mean : ndarray of shape (D,)
+        Posterior mean ``mu``, in ``module_.parameters()`` order.
+    rho : ndarray of shape (D,)
+        Unconstrained scale parameters.
+    sigma : ndarray of shape (D,)
+        Posterior standard deviations ``softplus(rho)``.
+    """
+
+    family = "meanfield-softplus"
+
+    def __init__(self, mean, rho):
+        self.mean_t = mean
+        self.rho_t = rho
+
+    @classmethod
+    def from_variance(cls, mean, var):
+        """The posterior with mean ``mean`` and marginal variances ``var``."""
+        return cls(mean, inverse_softplus(var.sqrt()))
+
+    @property
+    def sigma_t(self):
+        return F.softplus(self.rho_t)
+
+    @property
+    def rho(self):
+        return self.rho_t.detach().cpu().numpy().copy()
+
+    @property
+    def sigma(self):
+        return self.sigma_t.detach().cpu().numpy()
+
+    # --- tensor routines -------------------------------------------------
+    def sample_t(self, n, generator=None):
+        mu = self.mean_t
+        eps = torch.randn(int(n), mu.shape[0], generator=generator, dtype=mu.dtype, device=mu.device)
+        return mu + self.sigma_t * eps
+
+    def variance_t(self):
+        s = self.sigma_t
+        return s * s
+
+    def precision_t(self):
+        return torch.diag(1.0 / self.variance_t())
+
+    def covariance(self, max_size=5000):
+        """Dense posterior covariance ``diag(sigma^2)`` (small models only)."""
+        self._check_dense(max_size)
+        with torch.no_grad():
+            return torch.diag(self.variance_t()).cpu().numpy()
+
+    def kl_to_prior(self, prior_precision):
+        """``KL(q || N(0, prior_precision^{-1} I))`` in closed form."""
+        with torch.no_grad():
+            return float(diag_gaussian_kl(self.mean_t, self.sigma_t, prior_precision))
+
+    def _tensors(self):
+        return (self.mean_t, self.rho_t)
