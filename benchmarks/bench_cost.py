@@ -39,9 +39,8 @@ import subprocess
 import sys
 import time
 
-from _harness import library_version  # benchmarks/ is on sys.path when run as a script
-
 import numpy as np
+from _harness import library_version  # benchmarks/ is on sys.path when run as a script
 
 N_ROWS, N_IN, N_CLASSES = 2000, 784, 10
 # glibc malloc settings that keep freed memory for reuse instead of returning large
@@ -217,9 +216,15 @@ def slang_engine(clf, Xb, yb, seed):
     post = copy.deepcopy(clf.posterior_)
     family = SLANGFamily(clf.get_params())
     state = {"momentum": torch.zeros_like(post.mean_t)}
-    ctx = StepContext(forward=forward, likelihood=Categorical(N_CLASSES), n_train=N_ROWS,
-                      generator=torch.Generator().manual_seed(seed), t=1, kl_scale=1.0,
-                      mc_samples=int(clf.mc_samples))
+    ctx = StepContext(
+        forward=forward,
+        likelihood=Categorical(N_CLASSES),
+        n_train=N_ROWS,
+        generator=torch.Generator().manual_seed(seed),
+        t=1,
+        kl_scale=1.0,
+        mc_samples=int(clf.mc_samples),
+    )
     dtype = post.mean_t.dtype
     return family, post, state, ctx, torch.as_tensor(Xb, dtype=dtype), torch.as_tensor(yb)
 
@@ -252,11 +257,15 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
 
     with torch.no_grad():
         theta = tm("sample theta ~ q (posterior.sample_t)", lambda: post.sample_t(S, generator=ctx.generator))
-        curv = tm("forward + backward to layer outputs (curvature)",
-                  lambda: per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood))[0]
+        curv = tm(
+            "forward + backward to layer outputs (curvature)",
+            lambda: per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood),
+        )[0]
         U, d = post.U_t, post.d_t
-        tm("precision update (slang_precision_update), total",
-           lambda: slang_precision_update(U, d, curv, scale, 0.05, 1.0, L))
+        tm(
+            "precision update (slang_precision_update), total",
+            lambda: slang_precision_update(U, d, curv, scale, 0.05, 1.0, L),
+        )
         tm("  of which sq_sum: diag(G^T G)", curv.sq_sum)
         if L > 0 and U.shape[1] > 0:
             GU = tm("  of which project: G U", lambda: curv.project(U))
@@ -272,8 +281,10 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
         g = tm("gradient sum (grad_sum)", curv.grad_sum)
         tm("mean step (posterior.solve_t, Woodbury)", lambda: post.solve_t(g + post.mean_t))
         tm("fit loop: posterior.is_finite() per step", post.is_finite)
-        tm("fit loop: snapshot (deep copy of posterior and state) per epoch",
-           lambda: (copy.deepcopy(post), copy.deepcopy(state)))
+        tm(
+            "fit loop: snapshot (deep copy of posterior and state) per epoch",
+            lambda: (copy.deepcopy(post), copy.deepcopy(state)),
+        )
     return parts
 
 
@@ -285,8 +296,12 @@ def run_worker(cfg):
         env.update(MALLOC_TUNED)
     if cfg.get("omp_passive"):
         env["OMP_WAIT_POLICY"] = "PASSIVE"
-    p = subprocess.run([sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)],
-                       capture_output=True, text=True, env=env)
+    p = subprocess.run(
+        [sys.executable, os.path.abspath(__file__), "--worker", json.dumps(cfg)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     if p.returncode != 0:
         return {"cfg": cfg, "error": (p.stderr.strip().splitlines() or ["?"])[-1]}
     return json.loads(p.stdout.strip().splitlines()[-1])
@@ -309,8 +324,11 @@ def ms(v):
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--quick", action="store_true", help="short run: fewer blocks, no tuned-malloc columns")
-    p.add_argument("--huge", action="store_true",
-                   help="add the D = 47.8M point (1000x D_base) to the D scan: ~9 GB RAM, minutes per step")
+    p.add_argument(
+        "--huge",
+        action="store_true",
+        help="add the D = 47.8M point (1000x D_base) to the D scan: ~9 GB RAM, minutes per step",
+    )
     p.add_argument("--worker", type=str, default=None, help=argparse.SUPPRESS)
     a = p.parse_args(argv)
     if a.worker is not None:
@@ -325,50 +343,91 @@ def main(argv=None):
     D0 = n_params(H)
     t_start = time.perf_counter()
     print("# Cost of one SLANG step (CPU)\n")
-    print(f"{library_version()}, torch {torch.__version__}, {os.cpu_count()} logical CPUs, float32, batch M = 200, "
-          f"N = {N_ROWS} random rows, 10 classes. Every configuration runs in a fresh subprocess; "
-          f"times are medians over {blocks} interleaved blocks of steps. "
-          f"Load average at start: {os.getloadavg()[0]:.2f} (other processes on the machine inflate "
-          "times, especially with 2 threads).\n")
+    print(
+        f"{library_version()}, torch {torch.__version__}, {os.cpu_count()} logical CPUs, float32, batch M = 200, "
+        f"N = {N_ROWS} random rows, 10 classes. Every configuration runs in a fresh subprocess; "
+        f"times are medians over {blocks} interleaved blocks of steps. "
+        f"Load average at start: {os.getloadavg()[0]:.2f} (other processes on the machine inflate "
+        "times, especially with 2 threads).\n"
+    )
 
     # (a) headline -------------------------------------------------------------
     print(f"## (a) Headline: MLP 784-400-400-10 (D = {D0:,}), L = 8, S = 1, M = 200\n")
-    print("| threads | path | SLANG step (ms) | plain Adam step (ms) | ratio | SLANG min (ms) | plain min (ms) | ratio of mins | partial_fit per step (ms) | partial_fit ratio | fresh pages per SLANG step (MB) |")
+    print(
+        "| threads | path | SLANG step (ms) | plain Adam step (ms) | ratio | SLANG min (ms) | plain min (ms) | "
+        "ratio of mins | partial_fit per step (ms) | partial_fit ratio | fresh pages per SLANG step (MB) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|---|")
     head = {}
     # (threads, tuned malloc, OMP_WAIT_POLICY=PASSIVE)
-    for th, tuned, passive in ((1, False, False), (2, False, False), (2, False, True),
-                               (1, True, False), (2, True, True)):
-        r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=200, threads=th, steps=4, blocks=blocks,
-                            partial_fit=2 if q else 3, breakdown=7 if th == 1 and not tuned else 0,
-                            malloc_tuned=tuned, omp_passive=passive))
+    for th, tuned, passive in (
+        (1, False, False),
+        (2, False, False),
+        (2, False, True),
+        (1, True, False),
+        (2, True, True),
+    ):
+        r = run_worker(
+            dict(
+                kind="pair",
+                hidden=H,
+                rank=8,
+                batch=200,
+                threads=th,
+                steps=4,
+                blocks=blocks,
+                partial_fit=2 if q else 3,
+                breakdown=7 if th == 1 and not tuned else 0,
+                malloc_tuned=tuned,
+                omp_passive=passive,
+            )
+        )
         head[(th, tuned)] = r
         label = "dense (nn.Sequential)" + (", tuned malloc" if tuned else "") + (", OMP passive" if passive else "")
         if "error" in r:
             print(f"| {th} | {label} | error: {r['error']} |")
             continue
         pf = r.get("partial_fit")
-        print(f"| {th} | {label} | {ms(r['slang'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
-              f"{ms(r['slang_min'])} | {ms(r['plain_min'])} | {r['slang_min'] / r['plain_min']:.1f}x | {ms(pf)} | "
-              f"{pf / r['plain']:.1f}x | {r['slang_faults_mb']:.0f} |")
+        print(
+            f"| {th} | {label} | {ms(r['slang'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
+            f"{ms(r['slang_min'])} | {ms(r['plain_min'])} | {r['slang_min'] / r['plain_min']:.1f}x | {ms(pf)} | "
+            f"{pf / r['plain']:.1f}x | {r['slang_faults_mb']:.0f} |"
+        )
     head[1] = head[(1, False)]
     vm_bs = 200
     for th in (1, 2):
-        r = run_worker(dict(kind="pair", hidden=H, rank=8, batch=vm_bs, threads=th, steps=1, blocks=1 if q else 2,
-                            generic=True, warmup=0, omp_passive=th > 1))
+        r = run_worker(
+            dict(
+                kind="pair",
+                hidden=H,
+                rank=8,
+                batch=vm_bs,
+                threads=th,
+                steps=1,
+                blocks=1 if q else 2,
+                generic=True,
+                warmup=0,
+                omp_passive=th > 1,
+            )
+        )
         head[f"vmap{th}"] = r
         if "error" in r:
             print(f"| {th} | vmap | error: {r['error']} |")
             continue
-        print(f"| {th} | generic vmap(grad) (custom Module){', OMP passive' if th > 1 else ''} | {ms(r['slang'])} | {ms(r['plain'])} | "
-              f"{r['slang'] / r['plain']:.1f}x | {ms(r['slang_min'])} | {ms(r['plain_min'])} | "
-              f"{r['slang_min'] / r['plain_min']:.1f}x | - | - | {r['slang_faults_mb']:.0f} |")
-    print("\nratio = SLANG step / plain step (target <= 10x). 'partial_fit per step' is the public path: wall time "
-          "of a partial_fit epoch (10 steps) / steps, including the fit loop's per-step checks. 'tuned malloc' runs "
-          "the same process with " + " ".join(f"{k}={v}" for k, v in MALLOC_TUNED.items()) + " (glibc keeps freed "
-          "memory instead of unmapping it); 'OMP passive' sets OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep "
-          "instead of spinning, which matters when the cores are shared with other processes); 'fresh pages' = minor "
-          "page faults per SLANG step x page size.\n")
+        print(
+            f"| {th} | generic vmap(grad) (custom Module){', OMP passive' if th > 1 else ''} | "
+            f"{ms(r['slang'])} | {ms(r['plain'])} | "
+            f"{r['slang'] / r['plain']:.1f}x | {ms(r['slang_min'])} | {ms(r['plain_min'])} | "
+            f"{r['slang_min'] / r['plain_min']:.1f}x | - | - | {r['slang_faults_mb']:.0f} |"
+        )
+    print(
+        "\nratio = SLANG step / plain step (target <= 10x). 'partial_fit per step' is the public path: wall time "
+        "of a partial_fit epoch (10 steps) / steps, including the fit loop's per-step checks. 'tuned malloc' runs "
+        "the same process with " + " ".join(f"{k}={v}" for k, v in MALLOC_TUNED.items()) + " (glibc keeps freed "
+        "memory instead of unmapping it); 'OMP passive' sets OMP_WAIT_POLICY=PASSIVE (idle OpenMP threads sleep "
+        "instead of spinning, which matters when the cores are shared with other processes); 'fresh pages' = minor "
+        "page faults per SLANG step x page size.\n"
+    )
 
     bd = head[1].get("breakdown")
     if bd:
@@ -389,19 +448,30 @@ def main(argv=None):
     # D_base = D0 / 10, then 10x and 100x that; --huge adds 1000x (D = 47.8M, ~9 GB RSS, minutes per step).
     factors = [0.1, 1, 10] + ([100] if a.huge else [])
     print("## (b) Scaling\n")
-    print("Load from other processes varies between configurations, so besides the medians the slopes are also "
-          "computed from the fastest block (min) and from the SLANG / plain ratio measured in the same process.\n")
+    print(
+        "Load from other processes varies between configurations, so besides the medians the slopes are also "
+        "computed from the fastest block (min) and from the SLANG / plain ratio measured in the same process.\n"
+    )
     print("### In D at L = 8, M = 200, 1 thread (hidden widths h of a 784-h-h-10 MLP)\n")
-    print("| h | D | D / D_base | SLANG step (ms) | SLANG min (ms) | plain step (ms) | ratio | SLANG min / D (ns) | "
-          "fresh pages per SLANG step (MB) | SLANG step, tuned malloc (ms) |")
+    print(
+        "| h | D | D / D_base | SLANG step (ms) | SLANG min (ms) | plain step (ms) | ratio | SLANG min / D (ns) | "
+        "fresh pages per SLANG step (MB) | SLANG step, tuned malloc (ms) |"
+    )
     print("|---|---|---|---|---|---|---|---|---|---|")
     Ds, ts_s, ts_min, ts_p, ratios = [], [], [], [], []
     for f in factors:
         h = 400 if f == 1 else width_for(f * D0)
         big = f >= 100
-        spec_d = dict(kind="pair", hidden=(h, h), rank=8, batch=200, threads=1,
-                      steps=1 if big else (2 if f >= 10 else 4), blocks=1 if big else (2 if q else 4),
-                      warmup=0 if big else 1)
+        spec_d = dict(
+            kind="pair",
+            hidden=(h, h),
+            rank=8,
+            batch=200,
+            threads=1,
+            steps=1 if big else (2 if f >= 10 else 4),
+            blocks=1 if big else (2 if q else 4),
+            warmup=0 if big else 1,
+        )
         r = head[1] if (f == 1 and head[1].get("slang")) else run_worker(spec_d)
         if "error" in r:
             print(f"| {h} | - | {10 * f:g} | error: {r['error']} |")
@@ -410,20 +480,29 @@ def main(argv=None):
         if not q and f >= 1 and not big:
             rt = head[(1, True)] if f == 1 else run_worker(dict(spec_d, malloc_tuned=True))
             tuned = ms(rt.get("slang"))
-        Ds.append(r["D"]); ts_s.append(r["slang"]); ts_min.append(r["slang_min"]); ts_p.append(r["plain"])
+        Ds.append(r["D"])
+        ts_s.append(r["slang"])
+        ts_min.append(r["slang_min"])
+        ts_p.append(r["plain"])
         ratios.append(r["slang"] / r["plain"])
-        print(f"| {h} | {r['D']:,} | {r['D'] / (D0 / 10):.1f} | {ms(r['slang'])} | {ms(r['slang_min'])} | "
-              f"{ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | {1e9 * r['slang_min'] / r['D']:.0f} | "
-              f"{r['slang_faults_mb']:.0f} | {tuned} |")
+        print(
+            f"| {h} | {r['D']:,} | {r['D'] / (D0 / 10):.1f} | {ms(r['slang'])} | {ms(r['slang_min'])} | "
+            f"{ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | {1e9 * r['slang_min'] / r['D']:.0f} | "
+            f"{r['slang_faults_mb']:.0f} | {tuned} |"
+        )
     if len(Ds) >= 2:
-        print(f"\nlog-log slope of SLANG step time vs D: {slope(Ds, ts_s):.2f} (medians), {slope(Ds, ts_min):.2f} "
-              f"(min blocks); plain step: {slope(Ds, ts_p):.2f}; slope of the SLANG / plain ratio: "
-              f"{slope(Ds, ratios):+.2f}. 1.0 = linear in D; the plain step is itself linear in D, so a ratio slope "
-              "near 0 means SLANG scales like plain training.\n")
+        print(
+            f"\nlog-log slope of SLANG step time vs D: {slope(Ds, ts_s):.2f} (medians), {slope(Ds, ts_min):.2f} "
+            f"(min blocks); plain step: {slope(Ds, ts_p):.2f}; slope of the SLANG / plain ratio: "
+            f"{slope(Ds, ratios):+.2f}. 1.0 = linear in D; the plain step is itself linear in D, so a ratio slope "
+            "near 0 means SLANG scales like plain training.\n"
+        )
 
     print("### In L at the headline network (D = 478,410), M = 200, 1 thread\n")
-    print("| L | SLANG step (ms) | SLANG min (ms) | plain step (ms) | ratio | fresh pages per SLANG step (MB) | "
-          "SLANG step, tuned malloc (ms) | ratio, tuned malloc |")
+    print(
+        "| L | SLANG step (ms) | SLANG min (ms) | plain step (ms) | ratio | fresh pages per SLANG step (MB) | "
+        "SLANG step, tuned malloc (ms) | ratio, tuned malloc |"
+    )
     print("|---|---|---|---|---|---|---|---|")
     Ls = [0, 1, 2, 4, 8, 16, 32]
     Lt, Lr = {}, {}
@@ -439,28 +518,38 @@ def main(argv=None):
             rt = head[(1, True)] if L == 8 else run_worker(dict(spec_l, malloc_tuned=True))
             if "error" not in rt:
                 tuned = f"{ms(rt['slang'])} | {rt['slang'] / rt['plain']:.1f}x"
-        print(f"| {L} | {ms(r['slang'])} | {ms(r['slang_min'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
-              f"{r['slang_faults_mb']:.0f} | {tuned} |")
+        print(
+            f"| {L} | {ms(r['slang'])} | {ms(r['slang_min'])} | {ms(r['plain'])} | {r['slang'] / r['plain']:.1f}x | "
+            f"{r['slang_faults_mb']:.0f} | {tuned} |"
+        )
     pos = [L for L in Lt if L >= 4]
     if len(pos) >= 2:
         inc = np.polyfit(pos, [Lt[L] for L in pos], 1)[0]
         inc_r = np.polyfit(pos, [Lr[L] for L in pos], 1)[0]
-        print(f"\nFor L >= 4: log-log slope of the step time (min blocks) vs L {slope(pos, [Lt[L] for L in pos]):.2f}, "
-              f"of the SLANG / plain ratio {slope(pos, [Lr[L] for L in pos]):.2f}; each extra unit of L costs "
-              f"{1e3 * inc:.1f} ms = {inc_r:.2f} plain steps. Theory: the precision update does 4 M D L flops "
-              "(G U and G^T V) against 6 M D for a plain step, i.e. 2/3 of a plain step per unit of L at equal "
-              "flop rates, on top of an L-independent forward/backward: the time is affine in L while M >> L.\n")
+        print(
+            f"\nFor L >= 4: log-log slope of the step time (min blocks) vs L {slope(pos, [Lt[L] for L in pos]):.2f}, "
+            f"of the SLANG / plain ratio {slope(pos, [Lr[L] for L in pos]):.2f}; each extra unit of L costs "
+            f"{1e3 * inc:.1f} ms = {inc_r:.2f} plain steps. Theory: the precision update does 4 M D L flops "
+            "(G U and G^T V) against 6 M D for a plain step, i.e. 2/3 of a plain step per unit of L at equal "
+            "flop rates, on top of an L-independent forward/backward: the time is affine in L while M >> L.\n"
+        )
 
     # (c) memory ---------------------------------------------------------------
     print("## (c) Peak memory (ru_maxrss of a fresh process, 1 thread, M = 200)\n")
-    print("| configuration | D | RSS before the model (MB) | peak RSS (MB) | increase (MB) | D x M per-example grads, float32 (MB) | model state (MB) |")
+    print(
+        "| configuration | D | RSS before the model (MB) | peak RSS (MB) | increase (MB) | "
+        "D x M per-example grads, float32 (MB) | model state (MB) |"
+    )
     print("|---|---|---|---|---|---|---|")
     mem_cfgs = [
         ("plain Adam step", dict(kind="plain", hidden=H, rank=8)),
         ("SLANG dense path, L = 8", dict(kind="slang", hidden=H, rank=8)),
         ("SLANG dense path, L = 32", dict(kind="slang", hidden=H, rank=32)),
         ("SLANG vmap path, L = 8", dict(kind="slang", hidden=H, rank=8, generic=True)),
-        (f"SLANG dense path, L = 8, h = {width_for(10 * D0)}", dict(kind="slang", hidden=(width_for(10 * D0),) * 2, rank=8)),
+        (
+            f"SLANG dense path, L = 8, h = {width_for(10 * D0)}",
+            dict(kind="slang", hidden=(width_for(10 * D0),) * 2, rank=8),
+        ),
         (f"plain Adam step, h = {width_for(10 * D0)}", dict(kind="plain", hidden=(width_for(10 * D0),) * 2, rank=8)),
     ]
     for name, c in mem_cfgs:
@@ -472,12 +561,16 @@ def main(argv=None):
         D = r["D"]
         grads = D * 200 * 4 / 2**20
         state = D * (c["rank"] + 3) * 4 / 2**20 if c["kind"] == "slang" else D * 4 * 4 / 2**20
-        print(f"| {name} | {D:,} | {r['rss_before_mb']:.0f} | {r['rss_peak_mb']:.0f} | "
-              f"{r['rss_peak_mb'] - r['rss_before_mb']:.0f} | {grads:.0f} | {state:.0f} |")
-    print("\n'RSS before the model' holds Python, torch and the data. The increase is the model state plus the "
-          "working memory of the steps (SLANG: 4 steps including the initialising partial_fit step; plain: 2 steps). "
-          "Model state: SLANG D x (L + 3) floats (mean, U, d, momentum); plain D x 4 (parameters, gradients, Adam's two "
-          "moments).\n")
+        print(
+            f"| {name} | {D:,} | {r['rss_before_mb']:.0f} | {r['rss_peak_mb']:.0f} | "
+            f"{r['rss_peak_mb'] - r['rss_before_mb']:.0f} | {grads:.0f} | {state:.0f} |"
+        )
+    print(
+        "\n'RSS before the model' holds Python, torch and the data. The increase is the model state plus the "
+        "working memory of the steps (SLANG: 4 steps including the initialising partial_fit step; plain: 2 steps). "
+        "Model state: SLANG D x (L + 3) floats (mean, U, d, momentum); plain D x 4 (parameters, gradients, Adam's two "
+        "moments).\n"
+    )
     print(f"Total benchmark wall time: {time.perf_counter() - t_start:.0f} s.")
 
 

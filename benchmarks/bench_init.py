@@ -70,9 +70,12 @@ def main():
                     e1 = Est(max_iter=args.epochs, tol=0, n_iter_no_change=10**6, **kw).fit(Xtr, ytr)
                     t_fit = time.perf_counter() - t0
                     t_epoch = (t_fit - t_init) / args.epochs
-                    print(f"| {dname} | {hls if len(hls) < 3 else f'{len(hls)}x{hls[0]}'} | {Est.__name__} | {name} | "
-                          f"{t_init:.3f} | {t_epoch:.3f} | {t_init / t_epoch:.2f} | {nll(e0, Xte, yte):.3f} | "
-                          f"{nll(e1, Xte, yte):.3f} | {e1.score(Xte, yte):.3f} |", flush=True)
+                    print(
+                        f"| {dname} | {hls if len(hls) < 3 else f'{len(hls)}x{hls[0]}'} | {Est.__name__} | {name} | "
+                        f"{t_init:.3f} | {t_epoch:.3f} | {t_init / t_epoch:.2f} | {nll(e0, Xte, yte):.3f} | "
+                        f"{nll(e1, Xte, yte):.3f} | {e1.score(Xte, yte):.3f} |",
+                        flush=True,
+                    )
 
     # Initialisation cost against one epoch as the training set grows (default network,
     # synthetic data: i-BLM's work hardly depends on N, an epoch's is linear in N).

@@ -31,13 +31,11 @@ Run:  .venv/bin/python benchmarks/bench_logreg.py            (full: 5 splits x 3
 import argparse
 import math
 import os
-import sys
 import time
 import warnings
 
-from _harness import library_version  # benchmarks/ is on sys.path when run as a script
-
 import numpy as np
+from _harness import library_version  # benchmarks/ is on sys.path when run as a script
 
 PAPER = {  # SLANG paper, Table 1 / Tables 6-7, Breast Cancer (LIBSVM breast-cancer-scale, D = 10)
     "MF Exact": (0.121, 0.094, 7.771),
@@ -147,7 +145,9 @@ class Objective:
             (g,) = torch.autograd.grad(v, th)
             return float(v.detach()), g.numpy()
 
-        res = minimize(f, np.zeros(self.D), jac=True, method="L-BFGS-B", options={"maxiter": 10000, "gtol": 1e-12, "ftol": 0})
+        res = minimize(
+            f, np.zeros(self.D), jac=True, method="L-BFGS-B", options={"maxiter": 10000, "gtol": 1e-12, "ftol": 0}
+        )
         w = res.x
         p = 1.0 / (1.0 + np.exp(-(X.numpy() @ w)))
         H = (X.numpy() * (p * (1 - p))[:, None]).T @ X.numpy() + lam * np.eye(self.D)
@@ -178,8 +178,13 @@ class Objective:
             (g,) = torch.autograd.grad(v, xt)
             return float(v.detach()), g.numpy()
 
-        res = minimize(f, x0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": maxiter, "maxfun": 2 * maxiter, "gtol": 1e-10, "ftol": 1e-16, "maxcor": 50})
+        res = minimize(
+            f,
+            x0,
+            jac=True,
+            method="L-BFGS-B",
+            options={"maxiter": maxiter, "maxfun": 2 * maxiter, "gtol": 1e-10, "ftol": 1e-16, "maxcor": 50},
+        )
         m, C = unpack(torch.as_tensor(res.x))
         # gradient w.r.t. (m, S) at the optimum, in the unconstrained (m, C) coordinates
         _, g = f(res.x)
@@ -200,11 +205,11 @@ class Objective:
             (g,) = torch.autograd.grad(v, xt)
             return float(v.detach()), g.numpy()
 
-        res = minimize(f, x0, jac=True, method="L-BFGS-B",
-                       options={"maxiter": maxiter, "gtol": 1e-10, "ftol": 1e-16, "maxcor": 50})
+        res = minimize(
+            f, x0, jac=True, method="L-BFGS-B", options={"maxiter": maxiter, "gtol": 1e-10, "ftol": 1e-16, "maxcor": 50}
+        )
         _, g = f(res.x)
         return res.x[:D], np.diag(np.exp(2 * res.x[D:])), float(np.abs(g).max()), res
-
 
     def ef_fixed_point(self, m0, S0, diagonal=False, damping=0.5, max_iter=5000, tol=1e-12):
         """The deterministic fixed point of full-Gaussian VOGN (SLANG with L = D, exact expectations).
@@ -219,7 +224,7 @@ class Objective:
         t = self.t.numpy()
         w = np.exp(self.logw.numpy())
         m, S = m0.copy(), S0.copy()
-        for it in range(1, max_iter + 1):
+        for it in range(1, max_iter + 1):  # noqa: B007 (read after the loop)
             mu = X @ m
             var = np.einsum("ij,jk,ik->i", X, S, X)
             z = mu[:, None] + np.sqrt(2.0 * np.maximum(var, 0))[:, None] * t[None, :]
@@ -364,7 +369,7 @@ def run_split(split, args):
         nll_mc = float(-np.mean(yte * np.log(proba) + (1 - yte) * np.log1p(-proba)))
         add(name, m, S, extra={"nll_mc": nll_mc, "steps": clf.t_, "cpu": cpu}, seconds=sec)
 
-    for name, r in rows.items():
+    for r in rows.values():
         r["skl"] = sym_kl(r["m"], r["S"], m_ex, S_ex)
         r["skl_ef"] = sym_kl(r["m"], r["S"], m_ef, S_ef)
         r["skl_mfef"] = sym_kl(r["m"], r["S"], m_mfef, S_mfef)
@@ -388,7 +393,6 @@ def fmt_ms(vals, nd=3):
 def main(argv=None):
     args = parse_args(argv)
     import torch
-
     from joblib import Parallel, delayed
 
     t_start = time.perf_counter()
@@ -400,49 +404,75 @@ def main(argv=None):
 
     N, D = results[0]["N"], results[0]["D"]
     print("# Bayesian logistic regression, breast_cancer (sklearn): SLANG vs the exact Gaussian optimum\n")
-    print(f"N_train = {N}, N_test = {569 - N}, D = {D} (30 weights + bias), prior precision 1, "
-          f"{args.splits} random 50/50 splits (seeds {args.seed}..{args.seed + args.splits - 1}), "
-          f"SLANG: {args.epochs} epochs, batch 32, 12 MC samples, alpha0 = beta0 = 0.05, "
-          f"decay 1/(1+t^0.51), momentum 0.9, float64. {library_version()}, torch {torch.__version__}, {args.jobs} worker(s), "
-          f"wall time {wall:.0f} s (load average {os.getloadavg()[0]:.1f} at the end).\n")
+    print(
+        f"N_train = {N}, N_test = {569 - N}, D = {D} (30 weights + bias), prior precision 1, "
+        f"{args.splits} random 50/50 splits (seeds {args.seed}..{args.seed + args.splits - 1}), "
+        f"SLANG: {args.epochs} epochs, batch 32, 12 MC samples, alpha0 = beta0 = 0.05, "
+        f"decay 1/(1+t^0.51), momentum 0.9, float64. {library_version()}, torch {torch.__version__}, "
+        f"{args.jobs} worker(s), "
+        f"wall time {wall:.0f} s (load average {os.getloadavg()[0]:.1f} at the end).\n"
+    )
 
     d = [r["diag"] for r in results]
-    print("Exact optimum check: max |gradient| of the negative ELBO at the L-BFGS solution "
-          f"(unconstrained m, log-diag, tril coordinates) = {max(x['exact_grad_max'] for x in d):.1e} "
-          f"(max over splits; {int(np.mean([x['exact_iters'] for x in d]))} iterations on average); "
-          f"change of the per-example negative ELBO when doubling the quadrature nodes {args.quad} -> "
-          f"{2 * args.quad}: {max(x['quad_err'] for x in d):.1e}; exact minus Laplace negative ELBO per example: "
-          + ", ".join(f"{r['rows']['Full Exact']['elbo'] - r['rows']['Laplace']['elbo']:+.5f}" for r in results)
-          + " (negative = the exact optimum is better on every split).\n")
+    print(
+        "Exact optimum check: max |gradient| of the negative ELBO at the L-BFGS solution "
+        f"(unconstrained m, log-diag, tril coordinates) = {max(x['exact_grad_max'] for x in d):.1e} "
+        f"(max over splits; {int(np.mean([x['exact_iters'] for x in d]))} iterations on average); "
+        f"change of the per-example negative ELBO when doubling the quadrature nodes {args.quad} -> "
+        f"{2 * args.quad}: {max(x['quad_err'] for x in d):.1e}; exact minus Laplace negative ELBO per example: "
+        + ", ".join(f"{r['rows']['Full Exact']['elbo'] - r['rows']['Laplace']['elbo']:+.5f}" for r in results)
+        + " (negative = the exact optimum is better on every split).\n"
+    )
 
-    print("EF fixed points (the deterministic targets of SLANG with L = D ('Full EF fixed point') and L = 0 "
-          "('MF EF fixed point'): the q at which the expected SLANG update, with exact expectations, is zero): "
-          "damped fixed-point iteration, "
-          f"at most {max(x['ef_iters'] for x in d)} iterations, last change {max(x['ef_change'] for x in d):.1e}.\n")
+    print(
+        "EF fixed points (the deterministic targets of SLANG with L = D ('Full EF fixed point') and L = 0 "
+        "('MF EF fixed point'): the q at which the expected SLANG update, with exact expectations, is zero): "
+        "damped fixed-point iteration, "
+        f"at most {max(x['ef_iters'] for x in d)} iterations, last change {max(x['ef_change'] for x in d):.1e}.\n"
+    )
 
     spec = np.mean([x["prec_spectrum"] for x in d], 0)
-    print("Correlation structure: eigenvalues of the exact optimum's precision scaled to unit diagonal "
-          f"(mean over splits; all 1 for a mean-field posterior): {', '.join(f'{v:.1f}' for v in spec[:8])}, ... "
-          f"(smallest {spec[-1]:.2f}).\n")
+    print(
+        "Correlation structure: eigenvalues of the exact optimum's precision scaled to unit diagonal "
+        f"(mean over splits; all 1 for a mean-field posterior): {', '.join(f'{v:.1f}' for v in spec[:8])}, ... "
+        f"(smallest {spec[-1]:.2f}).\n"
+    )
 
-    names = ["Laplace", "MF Exact", "MF EF fixed point"] + [n for n in results[0]["rows"] if n.startswith("SLANG")] + ["Full EF fixed point", "Full Exact"]
+    names = (
+        ["Laplace", "MF Exact", "MF EF fixed point"]
+        + [n for n in results[0]["rows"] if n.startswith("SLANG")]
+        + ["Full EF fixed point", "Full Exact"]
+    )
     print("## Results (mean ± standard error over splits)\n")
-    print("| method | neg. ELBO / N | test log-loss (quadrature) | test log-loss (predict_proba MC) | sym. KL to Full Exact | sym. KL to Full EF fixed point | paper ELBO | paper NLL | paper KL |")
+    print(
+        "| method | neg. ELBO / N | test log-loss (quadrature) | test log-loss (predict_proba MC) | "
+        "sym. KL to Full Exact | sym. KL to Full EF fixed point | paper ELBO | paper NLL | paper KL |"
+    )
     print("|---|---|---|---|---|---|---|---|---|")
     for n in names:
         rs = [r["rows"][n] for r in results]
         mc = fmt_ms([x["nll_mc"] for x in rs], 4) if "nll_mc" in rs[0] else "-"
         pe = PAPER.get(n)
         pcols = " | ".join(f"{v:.3f}" for v in pe) if pe else "- | - | -"
-        print(f"| {n} | {fmt_ms([x['elbo'] for x in rs], 4)} | {fmt_ms([x['nll'] for x in rs], 4)} | {mc} | "
-              f"{fmt_ms([x['skl'] for x in rs], 3)} | {fmt_ms([x['skl_ef'] for x in rs], 3)} | {pcols} |")
-    print("\nPaper columns: SLANG paper Table 1 / Tables 6-7, Breast Cancer (LIBSVM breast-cancer-scale, 683 rows, "
-          "D = 10, 20 splits, 10,000 epochs). The paper's 'Mean-Field EF' and 'Full-Gaussian EF' are the L = 0 and "
-          "L = D rows here. Only trends are comparable: the data sets differ (30 vs 10 features).\n")
+        print(
+            f"| {n} | {fmt_ms([x['elbo'] for x in rs], 4)} | {fmt_ms([x['nll'] for x in rs], 4)} | {mc} | "
+            f"{fmt_ms([x['skl'] for x in rs], 3)} | {fmt_ms([x['skl_ef'] for x in rs], 3)} | {pcols} |"
+        )
+    print(
+        "\nPaper columns: SLANG paper Table 1 / Tables 6-7, Breast Cancer (LIBSVM breast-cancer-scale, 683 rows, "
+        "D = 10, 20 splits, 10,000 epochs). The paper's 'Mean-Field EF' and 'Full-Gaussian EF' are the L = 0 and "
+        "L = D rows here. Only trends are comparable: the data sets differ (30 vs 10 features).\n"
+    )
 
     print("## Convergence of SLANG (mean over splits)\n")
     cps = results[0]["checkpoints"]
-    print("| method | " + " | ".join(f"KL @ {c} ep" for c in cps) + " | " + " | ".join(f"ELBO @ {c} ep" for c in cps) + " | steps | wall s / fit | CPU s / fit |")
+    print(
+        "| method | "
+        + " | ".join(f"KL @ {c} ep" for c in cps)
+        + " | "
+        + " | ".join(f"ELBO @ {c} ep" for c in cps)
+        + " | steps | wall s / fit | CPU s / fit |"
+    )
     print("|---|" + "---|" * (2 * len(cps) + 3))
     for n in names:
         if not n.startswith("SLANG"):
@@ -452,8 +482,13 @@ def main(argv=None):
         steps = results[0]["rows"][n]["steps"]
         sec = np.mean([r["rows"][n]["sec"] for r in results])
         cpu = np.mean([r["rows"][n]["cpu"] for r in results])
-        print(f"| {n} | " + " | ".join(f"{v:.3f}" for v in kls) + " | " + " | ".join(f"{v:.4f}" for v in els)
-              + f" | {steps} | {sec:.1f} | {cpu:.1f} |")
+        print(
+            f"| {n} | "
+            + " | ".join(f"{v:.3f}" for v in kls)
+            + " | "
+            + " | ".join(f"{v:.4f}" for v in els)
+            + f" | {steps} | {sec:.1f} | {cpu:.1f} |"
+        )
     ex = np.mean([r["rows"]["Full Exact"]["elbo"] for r in results])
     print(f"\n(Full Exact negative ELBO / N for reference: {ex:.4f}.)\n")
 
@@ -466,15 +501,21 @@ def main(argv=None):
     if mf in skl and r1 in skl:
         ratio = np.mean(skl[mf]) / np.mean(skl[r1])
         per_split = bool(np.all(skl[r1] < skl[mf]))
-        print(f"- mean KL, L=0 / L=1 = {np.mean(skl[mf]):.3f} / {np.mean(skl[r1]):.3f} = {ratio:.1f}x "
-              f"(paper: 8.019 / 0.911 = 8.8x); L=1 below L=0 on every split: {per_split}.")
+        print(
+            f"- mean KL, L=0 / L=1 = {np.mean(skl[mf]):.3f} / {np.mean(skl[r1]):.3f} = {ratio:.1f}x "
+            f"(paper: 8.019 / 0.911 = 8.8x); L=1 below L=0 on every split: {per_split}."
+        )
     for a, b in (("SLANG L=0 (MF VOGN)", "MF EF fixed point"), ("SLANG L=D (full VOGN)", "Full EF fixed point")):
         if a in skl:
             v = [r["rows"][a]["skl_mfef" if "L=0" in a else "skl_ef"] for r in results]
-            print(f"- convergence check: sym. KL between {a} and its deterministic target, the {b}: "
-                  f"{fmt_ms(v, 3)} (vs {np.mean(skl[a]):.3f} to Full Exact).")
-    print(f"- mean KL non-increasing along L = {', '.join(n.split('=')[1].split(' ')[0] for n in slang)}: {mono} "
-          "(" + " > ".join(f"{np.mean(skl[n]):.3f}" for n in slang) + ").")
+            print(
+                f"- convergence check: sym. KL between {a} and its deterministic target, the {b}: "
+                f"{fmt_ms(v, 3)} (vs {np.mean(skl[a]):.3f} to Full Exact)."
+            )
+    print(
+        f"- mean KL non-increasing along L = {', '.join(n.split('=')[1].split(' ')[0] for n in slang)}: {mono} "
+        "(" + " > ".join(f"{np.mean(skl[n]):.3f}" for n in slang) + ")."
+    )
 
 
 if __name__ == "__main__":

@@ -16,7 +16,8 @@ kfac       ``NoisyKFAC*``                                   Kronecker-factored G
 ekfac      ``NoisyEKFAC*``                                  eigenvalue-corrected Kronecker Gaussian
 =========  ===============================================  =======================================
 
-Regression (the protocol of ``bench_uci.py``; both scripts share ``_harness.py``): one hidden layer of 50 ReLU units (100 for Protein), random
+Regression (the protocol of ``bench_uci.py``; both scripts share ``_harness.py``):
+one hidden layer of 50 ReLU units (100 for Protein), random
 90/10 splits (split ``k`` is ``RandomState(k).permutation``), inputs
 standardised with the training split's statistics, metrics in the units of
 ``y``: RMSE of the predictive mean over 100 posterior samples and the test
@@ -74,10 +75,19 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-import numpy as np
-
 import _uci_data  # benchmarks/ is on sys.path when run as a script
-from _harness import LABEL, fmt, library_version, make_estimator, mean_se, run_job, standardise, stratified_split, uci_split
+import numpy as np
+from _harness import (
+    LABEL,
+    fmt,
+    library_version,
+    make_estimator,
+    mean_se,
+    run_job,
+    standardise,
+    stratified_split,
+    uci_split,
+)
 
 # name: (task, hidden units, batch size, epochs, splits)
 CONFIG = {
@@ -91,8 +101,16 @@ CONFIG = {
     "digits": ("clf", 50, 32, 100, 3),
 }
 DEFAULT_DATASETS = tuple(CONFIG)
-QUICK_EPOCHS = {"boston": 75, "concrete": 250, "wine": 25, "yacht": 250, "power": 25, "protein": 2,
-                "breast_cancer": 50, "digits": 25}
+QUICK_EPOCHS = {
+    "boston": 75,
+    "concrete": 250,
+    "wine": 25,
+    "yacht": 250,
+    "power": 25,
+    "protein": 2,
+    "breast_cancer": 50,
+    "digits": 25,
+}
 
 METHODS = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
 
@@ -141,8 +159,10 @@ PERCENT = {"error", "ece"}
 
 def table(task, datasets, methods, results):
     """Markdown table: one row per (dataset, metric), one column per method, best mean in bold."""
-    lines = ["| dataset | metric | " + " | ".join(LABEL[m] for m in methods) + " |",
-             "|---|---|" + "---:|" * len(methods)]
+    lines = [
+        "| dataset | metric | " + " | ".join(LABEL[m] for m in methods) + " |",
+        "|---|---|" + "---:|" * len(methods),
+    ]
     ranks = {key: {m: [] for m in methods} for key, *_ in METRICS[task]}
     for d in datasets:
         for key, label, digits, higher in METRICS[task]:
@@ -168,8 +188,9 @@ def table(task, datasets, methods, results):
         for m in methods:
             rs = [r for r in results if r["dataset"] == d and r["method"] == m]
             if rs:
-                cells.append(f"{np.mean([r['sec_per_epoch'] for r in rs]):.3f} "
-                             f"({np.mean([r['cpu_per_epoch'] for r in rs]):.3f})")
+                cells.append(
+                    f"{np.mean([r['sec_per_epoch'] for r in rs]):.3f} ({np.mean([r['cpu_per_epoch'] for r in rs]):.3f})"
+                )
             else:
                 cells.append("-")
         lines.append(f"| {d} | s/epoch (CPU) | " + " | ".join(cells) + " |")
@@ -183,8 +204,7 @@ def table(task, datasets, methods, results):
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="1 split, about 1/4 of the epochs (smoke run, ~1 min)")
-    ap.add_argument("--datasets", default=",".join(DEFAULT_DATASETS),
-                    help=f"comma-separated, from {list(CONFIG)}")
+    ap.add_argument("--datasets", default=",".join(DEFAULT_DATASETS), help=f"comma-separated, from {list(CONFIG)}")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--splits", type=int, default=None, help="override the number of splits")
     ap.add_argument("--epochs", type=int, default=None, help="override the number of epochs")
@@ -209,9 +229,11 @@ def main(argv=None):
     import skbayes
 
     print(f"skbayes imported from {os.path.dirname(os.path.abspath(skbayes.__file__))}")
-    print(f"{library_version()}, torch {torch.__version__}, numpy {np.__version__}, python "
-          f"{platform.python_version()}, {os.cpu_count()} logical CPUs, {args.jobs} worker(s), "
-          f"load average at start {os.getloadavg()[0]:.2f}")
+    print(
+        f"{library_version()}, torch {torch.__version__}, numpy {np.__version__}, python "
+        f"{platform.python_version()}, {os.cpu_count()} logical CPUs, {args.jobs} worker(s), "
+        f"load average at start {os.getloadavg()[0]:.2f}"
+    )
 
     shapes, jobs = {}, []
     for d in datasets:
@@ -237,8 +259,10 @@ def main(argv=None):
         ep = next(j[3] for j in jobs if j[0] == d)
         ns = len({j[2] for j in jobs if j[0] == d})
         how = "90/10 split" if task == "reg" else "stratified 70/30 split"
-        print(f"  {d:13s} N={shapes[d][0]:5d} D_in={shapes[d][1]:2d}  hidden {hidden}, batch {batch}, {ep} epochs "
-              f"(x0.1 step sizes for the second half), {ns} x {how}")
+        print(
+            f"  {d:13s} N={shapes[d][0]:5d} D_in={shapes[d][1]:2d}  hidden {hidden}, batch {batch}, {ep} epochs "
+            f"(x0.1 step sizes for the second half), {ns} x {how}"
+        )
     print(f"{len(jobs)} fits; every other hyper-parameter at the estimator's default (init='iblm')")
     sys.stdout.flush()
 
@@ -253,9 +277,12 @@ def main(argv=None):
                 score = f"RMSE {r['rmse']:.3f} LL {r['ll']:.3f}"
             else:
                 score = f"err {r['error']:.4f} logloss {r['logloss']:.4f} ECE {r['ece']:.4f}"
-            print(f"  [{time.perf_counter() - t0:6.0f}s] {r['dataset']:13s} {r['method']:9s} split {r['split']}: "
-                  f"{score} {r['sec_per_epoch']:.3f} s/epoch ({r['cpu_per_epoch']:.3f} CPU)"
-                  + (f"  PROBLEM: {r['problems']}" if r["problems"] else ""), flush=True)
+            print(
+                f"  [{time.perf_counter() - t0:6.0f}s] {r['dataset']:13s} {r['method']:9s} split {r['split']}: "
+                f"{score} {r['sec_per_epoch']:.3f} s/epoch ({r['cpu_per_epoch']:.3f} CPU)"
+                + (f"  PROBLEM: {r['problems']}" if r["problems"] else ""),
+                flush=True,
+            )
     total = time.perf_counter() - t0
     cpu = sum(r["cpu_per_epoch"] * max(r["n_epochs"], 1) for r in results)
 
@@ -266,13 +293,19 @@ def main(argv=None):
             continue
         print(f"\n## {title}\n")
         if task == "reg":
-            print("Test RMSE and test log-likelihood per point (units of y), mean ± std error over splits; "
-                  "best mean in bold.")
+            print(
+                "Test RMSE and test log-likelihood per point (units of y), mean ± std error over splits; "
+                "best mean in bold."
+            )
         else:
-            print("Test error (%), log-loss of the MC-averaged probabilities and expected calibration error "
-                  "(%, 10 bins), mean ± std error over splits; best mean in bold.")
-        print("s/epoch = wall seconds of fit per epoch (CPU seconds in brackets), one torch thread per fit; "
-              "mean rank = average rank over the data sets (1 = best).\n")
+            print(
+                "Test error (%), log-loss of the MC-averaged probabilities and expected calibration error "
+                "(%, 10 bins), mean ± std error over splits; best mean in bold."
+            )
+        print(
+            "s/epoch = wall seconds of fit per epoch (CPU seconds in brackets), one torch thread per fit; "
+            "mean rank = average rank over the data sets (1 = best).\n"
+        )
         print(table(task, ds, ran, results))
     probs = [r for r in results if r["problems"]]
     if probs:
@@ -281,8 +314,10 @@ def main(argv=None):
             print(f"  {r['dataset']} {r['method']} split {r['split']}: {'; '.join(r['problems'])}")
     else:
         print("\nNo fit diverged, failed or warned.")
-    print(f"\ntotal wall time {total:.0f} s, {cpu / 60:.1f} CPU-min in the fits; "
-          f"load average at the end {os.getloadavg()[0]:.2f}")
+    print(
+        f"\ntotal wall time {total:.0f} s, {cpu / 60:.1f} CPU-min in the fits; "
+        f"load average at the end {os.getloadavg()[0]:.2f}"
+    )
     if args.json:
         with open(args.json, "w") as fh:
             json.dump({"args": vars(args), "results": results, "wall_time": total}, fh, indent=1)

@@ -58,9 +58,8 @@ import sys
 import time
 from concurrent.futures import ProcessPoolExecutor
 
-import numpy as np
-
 import _uci_data  # benchmarks/ is on sys.path when run as a script
+import numpy as np
 from _harness import LABEL, fmt, library_version, make_estimator, mean_se, run_job, standardise, uci_split
 
 # name: (hidden units, batch size, epochs, splits)
@@ -140,8 +139,13 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=None, help="override the number of epochs")
     ap.add_argument("--batch", type=int, default=None, help="override the batch size")
     ap.add_argument("--no-decay", action="store_true", help="no x0.1 step-size decay for the 2nd half")
-    ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE",
-                    help="override an estimator parameter, e.g. --set ekfac.momentum=0 (repeatable)")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="METHOD.PARAM=VALUE",
+        help="override an estimator parameter, e.g. --set ekfac.momentum=0 (repeatable)",
+    )
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (1 torch thread each)")
     ap.add_argument("--json", default=None, help="also write the per-split results here")
     args = ap.parse_args(argv)
@@ -192,9 +196,11 @@ def main(argv=None):
     for d in shapes:
         hidden, batch, epochs, n_splits = next((j[3], j[4], j[5], None) for j in jobs if j[0] == d)
         n_splits = len({j[2] for j in jobs if j[0] == d})
-        print(f"  {d:9s} N={shapes[d][0]:6d} D={shapes[d][1]:2d}  hidden {hidden}, batch {batch}, "
-              f"{epochs} epochs ({'x0.1 step sizes for the second half' if not args.no_decay else 'no decay'}), "
-              f"{n_splits} splits")
+        print(
+            f"  {d:9s} N={shapes[d][0]:6d} D={shapes[d][1]:2d}  hidden {hidden}, batch {batch}, "
+            f"{epochs} epochs ({'x0.1 step sizes for the second half' if not args.no_decay else 'no decay'}), "
+            f"{n_splits} splits"
+        )
     sys.stdout.flush()
 
     t0 = time.perf_counter()
@@ -203,20 +209,27 @@ def main(argv=None):
         for r in pool.map(run_one, [jobs[i] for i in order]):
             results.append(r)
             tag = f"  [{time.perf_counter() - t0:6.0f}s] {r['dataset']:8s} {r['method']:6s} split {r['split']}"
-            print(f"{tag}: RMSE {r['rmse']:.3f} LL {r['ll']:.3f} "
-                  f"{r['sec_per_epoch']:.3f} s/epoch ({r['cpu_per_epoch']:.3f} CPU)" + (f"  PROBLEM: {r['problems']}" if r["problems"] else ""),
-                  flush=True)
+            print(
+                f"{tag}: RMSE {r['rmse']:.3f} LL {r['ll']:.3f} "
+                f"{r['sec_per_epoch']:.3f} s/epoch ({r['cpu_per_epoch']:.3f} CPU)"
+                + (f"  PROBLEM: {r['problems']}" if r["problems"] else ""),
+                flush=True,
+            )
     total = time.perf_counter() - t0
 
     print()
-    print("Test RMSE and log-likelihood (original units), mean ± std error over splits; "
-          "sec/epoch = fit wall time / epochs (one torch thread per fit; CPU = process time, "
-          "robust to other load on the machine).")
+    print(
+        "Test RMSE and log-likelihood (original units), mean ± std error over splits; "
+        "sec/epoch = fit wall time / epochs (one torch thread per fit; CPU = process time, "
+        "robust to other load on the machine)."
+    )
     if any(overrides.values()):
         print("Overrides: " + ", ".join(f"{m}.{k}={v!r}" for m, o in overrides.items() for k, v in o.items()))
     print("Paper columns: published numbers (reference only; different splits, epochs, batch sizes).")
-    hdr = ("| dataset | N | method | RMSE | test LL | sec/epoch (CPU) | paper RMSE | paper LL | source |\n"
-           "|---|---:|---|---|---|---:|---|---|---|")
+    hdr = (
+        "| dataset | N | method | RMSE | test LL | sec/epoch (CPU) | paper RMSE | paper LL | source |\n"
+        "|---|---:|---|---|---|---:|---|---|---|"
+    )
     print(hdr)
     for d in shapes:
         for m in methods:
@@ -232,8 +245,10 @@ def main(argv=None):
             pr = fmt(ref[0], ref[1], digits) if ref else "-"
             pl = fmt(ref[2], ref[3], digits) if ref else "-"
             flag = " (!)" if any(r["problems"] for r in rs) else ""
-            print(f"| {d} | {shapes[d][0]} | {LABEL[m]}{flag} | {fmt(rm, rse, digits)} | {fmt(lm, lse, digits)} "
-                  f"| {spe:.3f} ({cpe:.3f}) | {pr} | {pl} | {src if ref else ''} |")
+            print(
+                f"| {d} | {shapes[d][0]} | {LABEL[m]}{flag} | {fmt(rm, rse, digits)} | {fmt(lm, lse, digits)} "
+                f"| {spe:.3f} ({cpe:.3f}) | {pr} | {pl} | {src if ref else ''} |"
+            )
     probs = [r for r in results if r["problems"]]
     if probs:
         print("\n(!) problems:")

@@ -94,8 +94,19 @@ def main(argv=None):
     mean, std = preds["SLANGRegressor"]
     lo = min(y_test.min(), (mean - z90 * std).min()) - 10
     hi = max(y_test.max(), (mean + z90 * std).max()) + 10
-    ax0.errorbar(y_test, mean, yerr=z90 * std, fmt="o", ms=3, color="tab:blue", ecolor="tab:blue",
-                 elinewidth=0.8, alpha=0.6, capsize=0, label="SLANG mean, 90% interval")
+    ax0.errorbar(
+        y_test,
+        mean,
+        yerr=z90 * std,
+        fmt="o",
+        ms=3,
+        color="tab:blue",
+        ecolor="tab:blue",
+        elinewidth=0.8,
+        alpha=0.6,
+        capsize=0,
+        label="SLANG mean, 90% interval",
+    )
     ax0.plot([lo, hi], [lo, hi], "k:", lw=1)
     ax0.set_xlim(y_test.min() - 15, y_test.max() + 15)
     ax0.set_ylim(lo, hi)

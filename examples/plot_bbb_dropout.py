@@ -35,10 +35,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _toy_data import NOISE_STD, make_data  # examples/ is on sys.path when run as a script  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from skbayes import BBBRegressor, MCDropoutRegressor  # noqa: E402
-from _toy_data import NOISE_STD, make_data  # examples/ is on sys.path when run as a script  # noqa: E402
 
 
 def main(argv=None):
@@ -98,8 +98,7 @@ def main(argv=None):
         print(f"  predictive std at x = -6 / +6       {std[0]:6.2f} / {std[-1]:6.2f}")
         ax.axvspan(-6, -4, color="0.93", zorder=0)
         ax.axvspan(4, 6, color="0.93", zorder=0)
-        ax.fill_between(grid[:, 0], mean - 2 * std, mean + 2 * std, color="tab:blue", alpha=0.25,
-                        label="mean ± 2 std")
+        ax.fill_between(grid[:, 0], mean - 2 * std, mean + 2 * std, color="tab:blue", alpha=0.25, label="mean ± 2 std")
         ax.plot(grid[:, 0], truth, "k--", lw=1.2, label="true $x^3$")
         ax.plot(grid[:, 0], mean, color="tab:blue", lw=2, label="predictive mean")
         ax.plot(X[:, 0], y, "o", color="tab:red", ms=4, label="data (30 points)")

@@ -116,12 +116,31 @@ def main(argv=None):
     for ax, (name, (conf, acc, count, ece)) in zip(axes.ravel(), results.items()):
         filled = count > 0
         left = edges[:-1][filled]
-        ax.bar(left, acc[filled], width=width, align="edge", color="tab:blue", alpha=0.7,
-               edgecolor="k", lw=0.5, label="accuracy")
+        ax.bar(
+            left,
+            acc[filled],
+            width=width,
+            align="edge",
+            color="tab:blue",
+            alpha=0.7,
+            edgecolor="k",
+            lw=0.5,
+            label="accuracy",
+        )
         # The gap between each bin's accuracy and its mean confidence.
-        ax.bar(left, conf[filled] - acc[filled], bottom=acc[filled], width=width, align="edge",
-               color="tab:red", alpha=0.3, edgecolor="tab:red", lw=0.5, label="gap to confidence")
-        for x0, a, c in zip(left, acc[filled], count[filled]):
+        ax.bar(
+            left,
+            conf[filled] - acc[filled],
+            bottom=acc[filled],
+            width=width,
+            align="edge",
+            color="tab:red",
+            alpha=0.3,
+            edgecolor="tab:red",
+            lw=0.5,
+            label="gap to confidence",
+        )
+        for x0, _a, c in zip(left, acc[filled], count[filled]):
             ax.text(x0 + width / 2, 0.02, f"{int(c)}", ha="center", va="bottom", fontsize=7)
         ax.plot([0, 1], [0, 1], "k:", lw=1)
         ax.set_title(f"{name}: ECE {ece:.3f}", fontsize=10)

@@ -140,9 +140,7 @@ def main(argv=None):
 
     X, y = load_digits(return_X_y=True)
     X = X / 16.0  # pixel intensities 0..16 -> [0, 1]
-    X_train, X_test, y_train, y_test = train_test_split(
-        X, y, test_size=0.25, stratify=y, random_state=args.seed
-    )
+    X_train, X_test, y_train, y_test = train_test_split(X, y, test_size=0.25, stratify=y, random_state=args.seed)
     n_classes = len(np.unique(y))
 
     clf = NoisyEKFACClassifier(
@@ -191,9 +189,7 @@ def main(argv=None):
         ts = f"{t:8.1f}" if t is not None else f"{'':8s}"
         print(f"{name:38s} {err:7.2%} {nll:9.4f} {ece:7.4f} {ts}")
 
-    fig, axes = plt.subplots(
-        2, 2, figsize=(9, 5.8), sharex=True, gridspec_kw={"height_ratios": [3, 1.2]}
-    )
+    fig, axes = plt.subplots(2, 2, figsize=(9, 5.8), sharex=True, gridspec_kw={"height_ratios": [3, 1.2]})
     edges = np.linspace(0, 1, N_BINS + 1)
     centers = 0.5 * (edges[:-1] + edges[1:])
     width = 1.0 / N_BINS
@@ -208,8 +204,15 @@ def main(argv=None):
         ax.bar(c, a, width=width, color="tab:blue", alpha=0.75, edgecolor="k", lw=0.6, label="accuracy")
         # the gap between accuracy and mean confidence, whichever is larger
         ax.bar(
-            c, np.abs(m - a), bottom=np.minimum(a, m), width=width, facecolor="none",
-            edgecolor="tab:red", hatch="///", lw=0.6, label="gap",
+            c,
+            np.abs(m - a),
+            bottom=np.minimum(a, m),
+            width=width,
+            facecolor="none",
+            edgecolor="tab:red",
+            hatch="///",
+            lw=0.6,
+            label="gap",
         )
         ax.hlines(m, c - width / 2, c + width / 2, color="tab:red", lw=2, label="mean conf.")
         ax.set_xlim(0, 1)

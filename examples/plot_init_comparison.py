@@ -41,8 +41,15 @@ def main():
     fig, axes = plt.subplots(2, len(INITS), figsize=(3.0 * len(INITS), 5.5), sharex=True, sharey=True)
     for j, init in enumerate(INITS):
         for i, epochs in enumerate((0, args.epochs)):
-            est = SLANGRegressor(hidden_layer_sizes=(50, 50), init=init, random_state=0, predict_samples=50,
-                                 max_iter=epochs, tol=0, n_iter_no_change=10**6)  # max_iter=0: init only
+            est = SLANGRegressor(
+                hidden_layer_sizes=(50, 50),
+                init=init,
+                random_state=0,
+                predict_samples=50,
+                max_iter=epochs,
+                tol=0,
+                n_iter_no_change=10**6,
+            )  # max_iter=0: init only
             est.fit(X, y)
             m, s = est.predict(G, return_std=True)
             r2 = est.score(X, y)

@@ -37,10 +37,10 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
+from _toy_data import NOISE_STD, make_data  # examples/ is on sys.path when run as a script  # noqa: E402
 from sklearn.exceptions import ConvergenceWarning  # noqa: E402
 
 from skbayes import VadamRegressor, VOGNRegressor  # noqa: E402
-from _toy_data import NOISE_STD, make_data  # examples/ is on sys.path when run as a script  # noqa: E402
 
 
 def main(argv=None):

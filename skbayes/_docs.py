@@ -29,13 +29,21 @@ def E(type_: str, text: str) -> Entry:
 
 #: Parameters shared by every network estimator, in their generic wording.
 PARAMS: dict[str, Entry] = {
-    "hidden_layer_sizes": E("tuple of int", """
+    "hidden_layer_sizes": E(
+        "tuple of int",
+        """
         Widths of the hidden layers of the fully connected network built when
         ``module`` is None. ``()`` gives a linear model (Bayesian linear or
-        logistic regression)."""),
-    "activation": E("{'relu', 'tanh', 'logistic', 'identity', 'elu', 'gelu', 'softplus', 'leaky_relu'}", """
-        Hidden-layer activation of the built network."""),
-    "module": E("callable or torch.nn.Module", """
+        logistic regression).""",
+    ),
+    "activation": E(
+        "{'relu', 'tanh', 'logistic', 'identity', 'elu', 'gelu', 'softplus', 'leaky_relu'}",
+        """
+        Hidden-layer activation of the built network.""",
+    ),
+    "module": E(
+        "callable or torch.nn.Module",
+        """
         A custom network instead of the built one: a callable
         ``module(n_features_in, n_outputs)`` returning a ``torch.nn.Module``
         (a class works), or a module instance (deep-copied, never modified).
@@ -43,26 +51,50 @@ PARAMS: dict[str, Entry] = {
         reshapes them itself (e.g. with ``torch.nn.Unflatten``). A
         ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
         runs all weight samples of a step in one batched pass; any other module
-        runs one ``functional_call`` per weight sample."""),
-    "prior_precision": E("float", """
+        runs one ``functional_call`` per weight sample.""",
+    ),
+    "prior_precision": E(
+        "float",
+        """
         Precision ``lambda`` of the isotropic Gaussian prior ``N(0, lambda^{-1} I)``
-        on every weight and bias."""),
-    "learning_rate": E("float", """
-        Step size of the mean update."""),
-    "kl_weight": E("float", """
+        on every weight and bias.""",
+    ),
+    "learning_rate": E(
+        "float",
+        """
+        Step size of the mean update.""",
+    ),
+    "kl_weight": E(
+        "float",
+        """
         Weight of ``KL(q || prior)`` in the objective; 1 is the exact ELBO, below 1
-        tempers the posterior (down-weights the prior)."""),
-    "max_iter": E("int", """
+        tempers the posterior (down-weights the prior).""",
+    ),
+    "max_iter": E(
+        "int",
+        """
         Maximum number of epochs (passes over the training data). ``0`` only
-        initialises the posterior (see ``init``) and trains no epoch."""),
-    "batch_size": E("int or 'auto'", """
+        initialises the posterior (see ``init``) and trains no epoch.""",
+    ),
+    "batch_size": E(
+        "int or 'auto'",
+        """
         Minibatch size ``M``; 'auto' is ``min(64, n_samples)``. Clipped to the
-        number of training samples."""),
-    "mc_samples": E("int", """
-        Weight samples ``S`` per training step."""),
-    "predict_samples": E("int", """
-        Weight samples averaged by the prediction methods."""),
-    "init": E("{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}", """
+        number of training samples.""",
+    ),
+    "mc_samples": E(
+        "int",
+        """
+        Weight samples ``S`` per training step.""",
+    ),
+    "predict_samples": E(
+        "int",
+        """
+        Weight samples averaged by the prediction methods.""",
+    ),
+    "init": E(
+        "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
+        """
         Initialisation of the posterior. 'iblm' (Rossi et al., 2019): layer by
         layer from the input, each unit's weights get the posterior of a Bayesian
         linear regression of the targets on the layer's inputs (hidden units on
@@ -70,89 +102,165 @@ PARAMS: dict[str, Entry] = {
         output layer on a random one). 'iblm_random': the same with the paper's
         random minibatches for every layer. 'default': PyTorch's initialisation.
         The others are the i-BLM paper's baselines (see the initialisation page
-        of the documentation)."""),
-    "iblm_batch_size": E("int", """
-        Rows of the minibatch each i-BLM regression uses (and LSUV's minibatch)."""),
-    "kl_annealing": E("tuple (gamma, a, b) or None", """
+        of the documentation).""",
+    ),
+    "iblm_batch_size": E(
+        "int",
+        """
+        Rows of the minibatch each i-BLM regression uses (and LSUV's minibatch).""",
+    ),
+    "kl_annealing": E(
+        "tuple (gamma, a, b) or None",
+        """
         Anneal the KL term (App. E.9 of the i-BLM paper): its weight is
         multiplied by ``gamma / (1 + exp(-a (t - b)))`` at step ``t`` (in the
-        update, the mean step and the reported objective)."""),
-    "noise_precision": E("'auto' or float", """
+        update, the mean step and the reported objective).""",
+    ),
+    "noise_precision": E(
+        "'auto' or float",
+        """
         Precision of the Gaussian observation noise, in the units of ``y``
         (1 / noise variance). 'auto' learns it: ``Gamma(6, 6)`` prior on the
         standardised scale (as in the noisy EK-FAC paper's UCI experiments) and
         a Gamma variational posterior, updated after every step by the
-        conjugate natural-gradient (SVI) step. A float fixes it."""),
-    "warm_start": E("bool", """
+        conjugate natural-gradient (SVI) step. A float fixes it.""",
+    ),
+    "warm_start": E(
+        "bool",
+        """
         Continue from the previous posterior (and optimiser state) when ``fit``
-        is called again."""),
-    "early_stopping": E("bool", """
+        is called again.""",
+    ),
+    "early_stopping": E(
+        "bool",
+        """
         Hold out ``validation_fraction`` of the training data and stop when its
         posterior-predictive log-likelihood (16 weight samples) has not improved
-        by ``tol`` for ``n_iter_no_change`` epochs; the best posterior is kept."""),
-    "validation_fraction": E("float", """
-        Fraction of the training data held out for early stopping."""),
-    "n_iter_no_change": E("int", """
+        by ``tol`` for ``n_iter_no_change`` epochs; the best posterior is kept.""",
+    ),
+    "validation_fraction": E(
+        "float",
+        """
+        Fraction of the training data held out for early stopping.""",
+    ),
+    "n_iter_no_change": E(
+        "int",
+        """
         Epochs without improvement (of the training objective, or of the
-        validation score with ``early_stopping``) before training stops."""),
-    "tol": E("float", """
+        validation score with ``early_stopping``) before training stops.""",
+    ),
+    "tol": E(
+        "float",
+        """
         Minimum improvement of the per-example training objective (or of the
-        validation log-likelihood) that counts."""),
-    "random_state": E("int, RandomState instance or None", """
+        validation log-likelihood) that counts.""",
+    ),
+    "random_state": E(
+        "int, RandomState instance or None",
+        """
         Seeds the network initialisation, minibatch order, weight sampling and
         the prediction samples. Predictions of a fitted model are always
-        deterministic; pass an int for reproducible fits."""),
-    "device": E("str", """
-        Torch device, e.g. 'cuda'."""),
-    "dtype": E("{'float64', 'float32'}", """
-        Floating-point precision of the computation."""),
-    "verbose": E("bool", """
-        Show a progress bar with the running training objective."""),
+        deterministic; pass an int for reproducible fits.""",
+    ),
+    "device": E(
+        "str",
+        """
+        Torch device, e.g. 'cuda'.""",
+    ),
+    "dtype": E(
+        "{'float64', 'float32'}",
+        """
+        Floating-point precision of the computation.""",
+    ),
+    "verbose": E(
+        "bool",
+        """
+        Show a progress bar with the running training objective.""",
+    ),
 }
 
 #: Fitted attributes shared by every network estimator, in docstring order.
 ATTRS: dict[str, Entry] = {
-    "n_features_in_": E("int", """
-        Number of features seen during fit."""),
-    "feature_names_in_": E("ndarray of shape (n_features_in_,)", """
-        Feature names seen during fit (only for inputs with string column names)."""),
-    "n_iter_": E("int", """
-        Epochs run."""),
-    "t_": E("int", """
-        Training steps (minibatch updates) run."""),
-    "loss_curve_": E("list of float", """
+    "n_features_in_": E(
+        "int",
+        """
+        Number of features seen during fit.""",
+    ),
+    "feature_names_in_": E(
+        "ndarray of shape (n_features_in_,)",
+        """
+        Feature names seen during fit (only for inputs with string column names).""",
+    ),
+    "n_iter_": E(
+        "int",
+        """
+        Epochs run.""",
+    ),
+    "t_": E(
+        "int",
+        """
+        Training steps (minibatch updates) run.""",
+    ),
+    "loss_curve_": E(
+        "list of float",
+        """
         Negative ELBO per epoch, divided by the number of training examples:
         the average minibatch estimate of ``E_q[-log p(y | X, theta)]`` over the
         epoch plus the weighted ``KL(q || prior)`` at its end (regressors: on
-        standardised targets, including the noise precision's terms)."""),
-    "validation_scores_": E("list of float", """
-        Validation log-likelihood per epoch (only with ``early_stopping``)."""),
-    "best_validation_score_": E("float", """
-        Best validation score (only with ``early_stopping``)."""),
-    "diverged_": E("bool", """
+        standardised targets, including the noise precision's terms).""",
+    ),
+    "validation_scores_": E(
+        "list of float",
+        """
+        Validation log-likelihood per epoch (only with ``early_stopping``).""",
+    ),
+    "best_validation_score_": E(
+        "float",
+        """
+        Best validation score (only with ``early_stopping``).""",
+    ),
+    "diverged_": E(
+        "bool",
+        """
         True when the last ``fit`` or ``partial_fit`` stopped because training
         diverged (the posterior was reverted to the end of the last good epoch
-        and a ``ConvergenceWarning`` was issued)."""),
-    "module_": E("torch.nn.Module", """
-        The network, holding the posterior mean as its parameters."""),
-    "posterior_": E("object", """
-        The variational posterior."""),
+        and a ``ConvergenceWarning`` was issued).""",
+    ),
+    "module_": E(
+        "torch.nn.Module",
+        """
+        The network, holding the posterior mean as its parameters.""",
+    ),
+    "posterior_": E(
+        "object",
+        """
+        The variational posterior.""",
+    ),
 }
 
 #: Attributes of the regression face.
 REGRESSOR_ATTRS: dict[str, Entry] = {
-    "noise_precision_": E("float", """
-        Posterior mean of the noise precision, in the units of ``y``."""),
-    "noise_std_": E("float", """
+    "noise_precision_": E(
+        "float",
+        """
+        Posterior mean of the noise precision, in the units of ``y``.""",
+    ),
+    "noise_std_": E(
+        "float",
+        """
         Noise standard deviation used by the predictions, ``sqrt(E_q[1 / tau])``
         in the units of ``y``: ``predict(X, return_std=True)`` returns
-        ``sqrt(Var_q[f(x)] + noise_std_**2)``."""),
+        ``sqrt(Var_q[f(x)] + noise_std_**2)``.""",
+    ),
 }
 
 #: Attributes of the classification face.
 CLASSIFIER_ATTRS: dict[str, Entry] = {
-    "classes_": E("ndarray of shape (n_classes,)", """
-        Class labels."""),
+    "classes_": E(
+        "ndarray of shape (n_classes,)",
+        """
+        Class labels.""",
+    ),
 }
 
 
@@ -201,12 +309,14 @@ def estimator_doc(cls, *, summary: str, body: str, see_also: str, examples: str)
         attrs = attributes_section(cls, CLASSIFIER_ATTRS, first=("classes_",))
     else:
         attrs = attributes_section(cls, REGRESSOR_ATTRS)
-    doc = "\n\n".join([
-        summary.strip(),
-        textwrap.dedent(body).strip("\n"),
-        "Parameters\n----------\n" + parameters_section(cls),
-        "Attributes\n----------\n" + attrs,
-        "See Also\n--------\n" + textwrap.dedent(see_also).strip("\n"),
-        "Examples\n--------\n" + textwrap.dedent(examples).strip("\n"),
-    ])
+    doc = "\n\n".join(
+        [
+            summary.strip(),
+            textwrap.dedent(body).strip("\n"),
+            "Parameters\n----------\n" + parameters_section(cls),
+            "Attributes\n----------\n" + attrs,
+            "See Also\n--------\n" + textwrap.dedent(see_also).strip("\n"),
+            "Examples\n--------\n" + textwrap.dedent(examples).strip("\n"),
+        ]
+    )
     return textwrap.indent(doc, "    ").lstrip() + "\n    "

@@ -61,8 +61,10 @@ def _is_layer_sizes(value) -> bool:
 
 
 def _is_annealing(value) -> bool:
-    return isinstance(value, (tuple, list)) and len(value) == 3 and all(
-        isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 3
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value)
     )
 
 
@@ -113,8 +115,11 @@ class BayesianNetwork(BaseEstimator):
     @classmethod
     def _constraints(cls) -> dict:
         """The constraints table merged along the class hierarchy, then the family's."""
-        tables = [k.__dict__["_parameter_constraints"] for k in reversed(cls.__mro__)
-                  if "_parameter_constraints" in k.__dict__]
+        tables = [
+            k.__dict__["_parameter_constraints"]
+            for k in reversed(cls.__mro__)
+            if "_parameter_constraints" in k.__dict__
+        ]
         return merged_constraints(*tables, cls._family.parameter_constraints)
 
     def _validate_params(self) -> None:
@@ -178,7 +183,13 @@ class BayesianNetwork(BaseEstimator):
         lam = float(family.prior_precision)
         with torch.no_grad():
             mean, var, noise_variance = initial_moments(
-                self.init, self._forward, Xt, yt, gen, lam, batch_size=int(self.iblm_batch_size),
+                self.init,
+                self._forward,
+                Xt,
+                yt,
+                gen,
+                lam,
+                batch_size=int(self.iblm_batch_size),
                 n_classes=self._n_classes(),
                 centre_hidden=self.module is None and self.activation in ("tanh", "identity", "logistic", "sigmoid"),
             )
@@ -193,9 +204,9 @@ class BayesianNetwork(BaseEstimator):
         self.n_iter_ = 0
         self.loss_curve_ = []
         self._predict_seed = int(rng.randint(np.iinfo(np.int32).max))
-        self._rng_state = torch.Generator(device=self._device).manual_seed(
-            int(rng.randint(np.iinfo(np.int32).max))
-        ).get_state()  # a device generator's state (CUDA states differ in size from CPU ones)
+        self._rng_state = (
+            torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
+        )  # a device generator's state (CUDA states differ in size from CPU ones)
 
     # --- fit / partial_fit ------------------------------------------------------------
     def _fit(self, X, y, incremental, classes=None):
@@ -512,9 +523,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             self.classes_ = labels
         else:
             if classes is not None and not np.array_equal(unique_labels(np.asarray(classes)), self.classes_):
-                raise ValueError(
-                    f"classes={classes!r} differs from the classes of the first call, {self.classes_!r}."
-                )
+                raise ValueError(f"classes={classes!r} differs from the classes of the first call, {self.classes_!r}.")
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
             raise ValueError(f"y contains labels not in classes_: {unseen!r}.")

@@ -173,9 +173,5 @@ class GaussianNoise:
             return 0.0
         a, b, a0, b0 = self.a, self.b, self.a0, self.b0
         return float(
-            (a - a0) * digamma(a)
-            - gammaln(a)
-            + gammaln(a0)
-            + a0 * (math.log(b) - math.log(b0))
-            + a * (b0 - b) / b
+            (a - a0) * digamma(a) - gammaln(a) + gammaln(a0) + a0 * (math.log(b) - math.log(b0)) + a * (b0 - b) / b
         )

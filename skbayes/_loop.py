@@ -142,8 +142,13 @@ def run_epoch(est, family, X, y, batch_size, gen):
         idx = perm[start : start + batch_size]
         Xb, yb = X[idx], y[idx]
         ctx = StepContext(
-            forward=est._forward, likelihood=est._likelihood, n_train=N, generator=gen, t=est.t_,
-            kl_scale=kl_annealing_scale(est.kl_annealing, est.t_), mc_samples=int(est.mc_samples),
+            forward=est._forward,
+            likelihood=est._likelihood,
+            n_train=N,
+            generator=gen,
+            t=est.t_,
+            kl_scale=kl_annealing_scale(est.kl_annealing, est.t_),
+            mc_samples=int(est.mc_samples),
         )
         try:
             with torch.no_grad():

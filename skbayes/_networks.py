@@ -47,9 +47,7 @@ _ELEMENTWISE = (
 def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu"):
     """A fully connected network ``n_in -> hidden... -> n_out`` (no final activation)."""
     if activation not in ACTIVATIONS:
-        raise ValueError(
-            f"activation={activation!r} is not supported; choose one of {sorted(ACTIVATIONS)}."
-        )
+        raise ValueError(f"activation={activation!r} is not supported; choose one of {sorted(ACTIVATIONS)}.")
     layers = []
     prev = n_in
     for h in hidden_layer_sizes:
@@ -155,9 +153,7 @@ class DenseSpec:
             return False
         for child in module:
             if isinstance(child, nn.Linear):
-                if not child.weight.requires_grad or (
-                    child.bias is not None and not child.bias.requires_grad
-                ):
+                if not child.weight.requires_grad or (child.bias is not None and not child.bias.requires_grad):
                     return False
             elif isinstance(child, _ELEMENTWISE):
                 if any(True for _ in child.parameters()):

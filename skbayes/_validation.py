@@ -121,8 +121,10 @@ class _Callable(Constraint):
 
 class _RandomState(Constraint):
     def is_satisfied_by(self, value):
-        return value is None or isinstance(value, np.random.RandomState) or (
-            isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_))
+        return (
+            value is None
+            or isinstance(value, np.random.RandomState)
+            or (isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)))
         )
 
     def __str__(self):

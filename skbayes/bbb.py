@@ -89,9 +89,11 @@ class BBBClassifier(BayesianNetworkClassifier):
 BBBRegressor.__doc__ = estimator_doc(
     BBBRegressor,
     summary="Bayesian neural network regressor trained by Bayes by Backprop.",
-    body=_BODY.format(face="""Targets are standardised internally; predictions are mapped back. The
+    body=_BODY.format(
+        face="""Targets are standardised internally; predictions are mapped back. The
 Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""),
+a Gamma variational posterior."""
+    ),
     see_also="""
         BBBClassifier : The classification counterpart.
         MCDropoutRegressor : MC dropout.

@@ -88,9 +88,11 @@ class MCDropoutClassifier(BayesianNetworkClassifier):
 MCDropoutRegressor.__doc__ = estimator_doc(
     MCDropoutRegressor,
     summary="Neural network regressor with MC dropout.",
-    body=_BODY.format(face="""Targets are standardised internally; predictions are mapped back. The
+    body=_BODY.format(
+        face="""Targets are standardised internally; predictions are mapped back. The
 Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""),
+a Gamma variational posterior."""
+    ),
     see_also="""
         MCDropoutClassifier : The classification counterpart.
         BBBRegressor : Bayes by Backprop.

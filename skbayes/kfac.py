@@ -190,9 +190,11 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
 NoisyKFACRegressor.__doc__ = estimator_doc(
     NoisyKFACRegressor,
     summary="Bayesian neural network regressor trained by noisy K-FAC.",
-    body=_KFAC_BODY.format(face="""Targets are standardised internally; predictions are mapped back. The
+    body=_KFAC_BODY.format(
+        face="""Targets are standardised internally; predictions are mapped back. The
 Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""),
+a Gamma variational posterior."""
+    ),
     see_also="""
         NoisyKFACClassifier : The classification counterpart.
         NoisyEKFACRegressor : The EK-FAC posterior.
@@ -210,7 +212,9 @@ a Gamma variational posterior."""),
 NoisyKFACClassifier.__doc__ = estimator_doc(
     NoisyKFACClassifier,
     summary="Bayesian neural network classifier trained by noisy K-FAC.",
-    body=_KFAC_BODY.format(face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""),
+    body=_KFAC_BODY.format(
+        face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""
+    ),
     see_also="""
         NoisyKFACRegressor : The regression counterpart.
         NoisyEKFACClassifier : The EK-FAC posterior.
@@ -230,9 +234,11 @@ NoisyKFACClassifier.__doc__ = estimator_doc(
 NoisyEKFACRegressor.__doc__ = estimator_doc(
     NoisyEKFACRegressor,
     summary="Bayesian neural network regressor trained by noisy EK-FAC.",
-    body=_EKFAC_BODY.format(face="""Targets are standardised internally; predictions are mapped back. The
+    body=_EKFAC_BODY.format(
+        face="""Targets are standardised internally; predictions are mapped back. The
 Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""),
+a Gamma variational posterior."""
+    ),
     see_also="""
         NoisyEKFACClassifier : The classification counterpart.
         NoisyKFACRegressor : The K-FAC posterior.
@@ -250,7 +256,9 @@ a Gamma variational posterior."""),
 NoisyEKFACClassifier.__doc__ = estimator_doc(
     NoisyEKFACClassifier,
     summary="Bayesian neural network classifier trained by noisy EK-FAC.",
-    body=_EKFAC_BODY.format(face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""),
+    body=_EKFAC_BODY.format(
+        face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""
+    ),
     see_also="""
         NoisyEKFACRegressor : The regression counterpart.
         NoisyKFACClassifier : The K-FAC posterior.

@@ -89,9 +89,11 @@ class SLANGClassifier(BayesianNetworkClassifier):
 SLANGRegressor.__doc__ = estimator_doc(
     SLANGRegressor,
     summary="Bayesian neural network regressor trained by SLANG.",
-    body=_BODY.format(face="""Targets are standardised internally; predictions are mapped
+    body=_BODY.format(
+        face="""Targets are standardised internally; predictions are mapped
 back. The Gaussian noise precision is learned by default with a
-``Gamma(6, 6)`` prior and a Gamma variational posterior."""),
+``Gamma(6, 6)`` prior and a Gamma variational posterior."""
+    ),
     see_also="""
         SLANGClassifier : The classification counterpart.
         VOGNRegressor : SLANG with ``rank=0`` (mean-field VOGN).
@@ -109,10 +111,12 @@ back. The Gaussian noise precision is learned by default with a
 SLANGClassifier.__doc__ = estimator_doc(
     SLANGClassifier,
     summary="Bayesian neural network classifier trained by SLANG.",
-    body=_BODY.format(face="""Two classes use one logit and a Bernoulli likelihood (so
+    body=_BODY.format(
+        face="""Two classes use one logit and a Bernoulli likelihood (so
 ``hidden_layer_sizes=()`` is exactly Bayesian logistic regression with
 ``n_features + 1`` parameters, weights then bias); more classes use a
-softmax."""),
+softmax."""
+    ),
     see_also="""
         SLANGRegressor : The regression counterpart.
         VOGNClassifier : SLANG with ``rank=0`` (mean-field VOGN).

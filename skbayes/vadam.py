@@ -123,9 +123,11 @@ class VadamClassifier(BayesianNetworkClassifier):
 VadamRegressor.__doc__ = estimator_doc(
     VadamRegressor,
     summary="Bayesian neural network regressor trained by Vadam or Vprop.",
-    body=_BODY.format(face="""Targets are standardised internally; predictions are mapped back. The
+    body=_BODY.format(
+        face="""Targets are standardised internally; predictions are mapped back. The
 Gaussian noise precision is learned by default with a ``Gamma(6, 6)``
-prior and a Gamma variational posterior."""),
+prior and a Gamma variational posterior."""
+    ),
     see_also="""
         VadamClassifier : The classification counterpart.
         VOGNRegressor : Mean-field natural gradient with per-example squared gradients.
@@ -142,9 +144,11 @@ prior and a Gamma variational posterior."""),
 VadamClassifier.__doc__ = estimator_doc(
     VadamClassifier,
     summary="Bayesian neural network classifier trained by Vadam or Vprop.",
-    body=_BODY.format(face="""Two classes use one logit and a Bernoulli likelihood (so
+    body=_BODY.format(
+        face="""Two classes use one logit and a Bernoulli likelihood (so
 ``hidden_layer_sizes=()`` is Bayesian logistic regression with a diagonal
-Gaussian posterior); more classes use a softmax."""),
+Gaussian posterior); more classes use a softmax."""
+    ),
     see_also="""
         VadamRegressor : The regression counterpart.
         VOGNClassifier : Mean-field natural gradient with per-example squared gradients.

@@ -107,9 +107,11 @@ class VOGNClassifier(BayesianNetworkClassifier):
 VOGNRegressor.__doc__ = estimator_doc(
     VOGNRegressor,
     summary="Bayesian neural network regressor trained by mean-field VOGN.",
-    body=_BODY.format(face="""Targets are standardised internally; predictions are mapped
+    body=_BODY.format(
+        face="""Targets are standardised internally; predictions are mapped
 back. The Gaussian noise precision is learned by default with a ``Gamma(6, 6)``
-prior and a Gamma variational posterior."""),
+prior and a Gamma variational posterior."""
+    ),
     see_also="""
         VOGNClassifier : The classification counterpart.
         SLANGRegressor : Adds a low-rank part to the precision (``rank=0`` is this estimator).
@@ -127,9 +129,11 @@ prior and a Gamma variational posterior."""),
 VOGNClassifier.__doc__ = estimator_doc(
     VOGNClassifier,
     summary="Bayesian neural network classifier trained by mean-field VOGN.",
-    body=_BODY.format(face="""Two classes use one logit and a Bernoulli likelihood (so
+    body=_BODY.format(
+        face="""Two classes use one logit and a Bernoulli likelihood (so
 ``hidden_layer_sizes=()`` is Bayesian logistic regression with a diagonal
-Gaussian posterior); more classes use a softmax."""),
+Gaussian posterior); more classes use a softmax."""
+    ),
     see_also="""
         VOGNRegressor : The regression counterpart.
         SLANGClassifier : Adds a low-rank part to the precision (``rank=0`` is this estimator).

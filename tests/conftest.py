@@ -28,6 +28,13 @@ def step_context(est, generator, n_train, mc_samples=None, dense=True):
     if not dense:
         forward = copy.copy(forward)
         forward.spec = None
-    ctx = StepContext(forward=forward, likelihood=est._likelihood, n_train=n_train, generator=generator, t=est.t_,
-                      kl_scale=1.0, mc_samples=int(est.mc_samples if mc_samples is None else mc_samples))
+    ctx = StepContext(
+        forward=forward,
+        likelihood=est._likelihood,
+        n_train=n_train,
+        generator=generator,
+        t=est.t_,
+        kl_scale=1.0,
+        mc_samples=int(est.mc_samples if mc_samples is None else mc_samples),
+    )
     return est._make_family(), ctx

@@ -7,6 +7,7 @@ import warnings
 import numpy as np
 import pytest
 import torch
+from conftest import step_context
 from sklearn.base import clone
 from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning
@@ -18,11 +19,8 @@ from torch import nn
 
 from skbayes import BBBClassifier, BBBRegressor, MCDropoutClassifier, MCDropoutRegressor
 from skbayes._families.base import adam_update
-from skbayes.posteriors import SoftplusGaussian
+from skbayes.posteriors import DropoutPosterior, SoftplusGaussian
 from skbayes.posteriors.softplus import diag_gaussian_kl, inverse_softplus
-
-from conftest import step_context
-from skbayes.posteriors import DropoutPosterior
 
 DT = torch.float64
 REGRESSORS = [BBBRegressor, MCDropoutRegressor]
@@ -113,8 +111,15 @@ def test_bbb_gradient_is_unbiased_for_the_closed_form_expectation(local_reparam)
     """Linear-Gaussian model: E_q[-log p] has a closed form, so has its gradient in (mu, rho)."""
     X, y = make_classification(n_samples=12, n_features=3, n_informative=3, n_redundant=0, random_state=0)
     y = X @ np.array([1.0, -2.0, 0.5]) + 0.3
-    est = BBBRegressor(hidden_layer_sizes=(), noise_precision=4.0, max_iter=1, local_reparam=local_reparam,
-                       mc_samples=1, kl_weight=0.5, random_state=0).fit(X, y)
+    est = BBBRegressor(
+        hidden_layer_sizes=(),
+        noise_precision=4.0,
+        max_iter=1,
+        local_reparam=local_reparam,
+        mc_samples=1,
+        kl_weight=0.5,
+        random_state=0,
+    ).fit(X, y)
     assert (est.local_reparam and est._forward.dense) == local_reparam
     Xb, yb = torch.as_tensor(X), torch.as_tensor(est._encode_targets(y))
     N, D = 40, 4
@@ -140,8 +145,9 @@ def test_local_reparameterisation_has_the_expected_gradient_of_weight_sampling()
     """A two-layer tanh classifier: the mean of one-sample LRT gradients, the mean of one-sample
     weight-sampling gradients (dense path and the generic torch.func path) and a 100 000-sample
     reference agree; LRT has the smaller variance over a minibatch."""
-    X, y = make_classification(n_samples=10, n_features=2, n_informative=2, n_redundant=0, n_classes=3,
-                               n_clusters_per_class=1, random_state=2)
+    X, y = make_classification(
+        n_samples=10, n_features=2, n_informative=2, n_redundant=0, n_classes=3, n_clusters_per_class=1, random_state=2
+    )
     kw = dict(hidden_layer_sizes=(3,), activation="tanh", max_iter=1, mc_samples=1, random_state=0)
     lrt = BBBClassifier(local_reparam=True, **kw).fit(X, y)
     ws = BBBClassifier(local_reparam=False, **kw).fit(X, y)
@@ -168,13 +174,15 @@ def test_local_reparameterisation_has_the_expected_gradient_of_weight_sampling()
 
 def test_bbb_initial_variances_and_step_bookkeeping():
     X, y = _reg_data(100)
-    est = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default",
-                       random_state=0)
+    est = BBBRegressor(
+        hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default", random_state=0
+    )
     est.fit(X, y)
     assert est.t_ == 1 and est._state["step"] == 1
     # one Adam step of size lr from sigma^2 = 1 / (N + lambda): every |change| of rho is about lr
-    fresh = BBBRegressor(hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default",
-                         random_state=0)
+    fresh = BBBRegressor(
+        hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default", random_state=0
+    )
     fresh.partial_fit(X, y)  # one epoch = one step
     rho_init = inverse_softplus(torch.full((est.posterior_.n_params,), (1 / 102.0) ** 0.5, dtype=DT)).numpy()
     np.testing.assert_allclose(np.abs(fresh.posterior_.rho - rho_init), 0.01, rtol=1e-3)
@@ -197,7 +205,10 @@ def test_masked_weight_distribution_mean_variance_and_covariance():
     post = est.posterior_
     assert isinstance(post, DropoutPosterior)
     assert [(m["name"], m["shape"], m["rate"]) for m in post.masked_layers] == [
-        ("0", (5, 10), 0.2), ("2", (4, 5), 0.3), ("4", (1, 4), 0.3)]
+        ("0", (5, 10), 0.2),
+        ("2", (4, 5), 0.3),
+        ("4", (1, 4), 0.3),
+    ]
     theta = torch.as_tensor(post.sample(200_000, random_state=0))
     w = torch.as_tensor(post.mean)
     se = theta.std(0) / math.sqrt(theta.shape[0])
@@ -268,8 +279,16 @@ def test_mc_dropout_predictions_deterministic_and_row_independent(Est, data):
 
 
 def _conv(n_in, n_out):
-    return nn.Sequential(nn.Unflatten(1, (1, 8, 8)), nn.Conv2d(1, 3, 3), nn.ReLU(), nn.MaxPool2d(2), nn.Flatten(),
-                         nn.Linear(27, 6), nn.ReLU(), nn.Linear(6, n_out))
+    return nn.Sequential(
+        nn.Unflatten(1, (1, 8, 8)),
+        nn.Conv2d(1, 3, 3),
+        nn.ReLU(),
+        nn.MaxPool2d(2),
+        nn.Flatten(),
+        nn.Linear(27, 6),
+        nn.ReLU(),
+        nn.Linear(6, n_out),
+    )
 
 
 def test_training_masks_are_per_example_and_match_prediction_masks():
@@ -311,8 +330,9 @@ def test_custom_modules_bbb_fallback_and_dropout_layers_refused():
     bbb = BBBClassifier(module=_conv, max_iter=1, batch_size=32, random_state=0).fit(X, y)
     assert bbb.local_reparam and not bbb._forward.dense
     with pytest.raises(ValueError, match="nn.Dropout"):
-        MCDropoutClassifier(module=lambda i, o: nn.Sequential(nn.Linear(i, 5), nn.Dropout(0.5), nn.Linear(5, o)),
-                            max_iter=1).fit(X, y)
+        MCDropoutClassifier(
+            module=lambda i, o: nn.Sequential(nn.Linear(i, 5), nn.Dropout(0.5), nn.Linear(5, o)), max_iter=1
+        ).fit(X, y)
 
 
 # --- scikit-learn contract ----------------------------------------------------------------------
@@ -349,7 +369,11 @@ def test_pipeline_clone_pickle_and_partial_fit(Reg, Clf, tmp_path):
         est = Est(prior_precision=2.0, **FAST).fit(Xd, yd)
         c = clone(est)
         assert c.get_params() == est.get_params() and not hasattr(c, "posterior_")
-        out = (lambda e: e.predict_proba(Xd)) if Est is Clf else (lambda e: np.asarray(e.predict(Xd, return_std=True)))
+        out = (
+            (lambda e, X=Xd: e.predict_proba(X))
+            if Est is Clf
+            else (lambda e, X=Xd: np.asarray(e.predict(X, return_std=True)))
+        )
         ref = out(est)
         joblib.dump(est, tmp_path / "m.joblib")
         for e in (pickle.loads(pickle.dumps(est)), joblib.load(tmp_path / "m.joblib")):
@@ -392,8 +416,12 @@ def test_warm_start_and_early_stopping(Clf):
 def test_grid_search_parallel():
     X, y = load_diabetes(return_X_y=True)
     pipe = make_pipeline(StandardScaler(), BBBRegressor(**FAST))
-    gs = GridSearchCV(pipe, {"bbbregressor__prior_precision": [0.1, 10.0],
-                             "bbbregressor__local_reparam": [True, False]}, cv=2, n_jobs=2).fit(X[:150], y[:150])
+    gs = GridSearchCV(
+        pipe,
+        {"bbbregressor__prior_precision": [0.1, 10.0], "bbbregressor__local_reparam": [True, False]},
+        cv=2,
+        n_jobs=2,
+    ).fit(X[:150], y[:150])
     assert np.isfinite(gs.predict(X[:5])).all()
     Xc, yc = _clf_data()
     gs = GridSearchCV(MCDropoutClassifier(**FAST), {"dropout": [0.05, 0.3]}, cv=2, n_jobs=2).fit(Xc, yc)

@@ -125,8 +125,12 @@ def _check_against_bayesian_ridge(X, y, Xq):
     # Without its Gamma hyper-prior terms, BayesianRidge's score is log N(yc | 0, ...)
     # over n dimensions; the flat-prior intercept adds log(2 pi)/2 - log(n tau)/2.
     n = X.shape[0]
-    hyper = (br.lambda_1 * np.log(br.lambda_) - br.lambda_2 * br.lambda_
-             + br.alpha_1 * np.log(br.alpha_) - br.alpha_2 * br.alpha_)
+    hyper = (
+        br.lambda_1 * np.log(br.lambda_)
+        - br.lambda_2 * br.lambda_
+        + br.alpha_1 * np.log(br.alpha_)
+        - br.alpha_2 * br.alpha_
+    )
     expected = br.scores_[-1] - hyper + 0.5 * np.log(2 * np.pi) - 0.5 * np.log(n * br.alpha_)
     assert_allclose(est.log_marginal_likelihood_value_, expected, rtol=1e-7)
     return est

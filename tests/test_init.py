@@ -97,9 +97,13 @@ def test_classification_iblm_on_a_linear_layer_separates_the_classes():
 
     X, y = load_digits(return_X_y=True)
     X = X[:300] / 16.0
-    clf = _init_only(SLANGClassifier(hidden_layer_sizes=(), init="iblm", iblm_batch_size=300, random_state=0), X, y[:300])
+    clf = _init_only(
+        SLANGClassifier(hidden_layer_sizes=(), init="iblm", iblm_batch_size=300, random_state=0), X, y[:300]
+    )
     assert clf.score(X, y[:300]) > 0.95  # before any training
-    clf2 = _init_only(NoisyKFACClassifier(hidden_layer_sizes=(), init="iblm", iblm_batch_size=300, random_state=0), X, y[:300])
+    clf2 = _init_only(
+        NoisyKFACClassifier(hidden_layer_sizes=(), init="iblm", iblm_batch_size=300, random_state=0), X, y[:300]
+    )
     np.testing.assert_allclose(clf2.posterior_.mean, clf.posterior_.mean, rtol=1e-10)
 
 

@@ -34,10 +34,24 @@ from skbayes import (
 )
 
 FAST = dict(hidden_layer_sizes=(8,), max_iter=30, batch_size=32, predict_samples=20, random_state=0)
-REGRESSORS = [SLANGRegressor, NoisyKFACRegressor, NoisyEKFACRegressor, VOGNRegressor, VadamRegressor, BBBRegressor,
-              MCDropoutRegressor]
-CLASSIFIERS = [SLANGClassifier, NoisyKFACClassifier, NoisyEKFACClassifier, VOGNClassifier, VadamClassifier,
-               BBBClassifier, MCDropoutClassifier]
+REGRESSORS = [
+    SLANGRegressor,
+    NoisyKFACRegressor,
+    NoisyEKFACRegressor,
+    VOGNRegressor,
+    VadamRegressor,
+    BBBRegressor,
+    MCDropoutRegressor,
+]
+CLASSIFIERS = [
+    SLANGClassifier,
+    NoisyKFACClassifier,
+    NoisyEKFACClassifier,
+    VOGNClassifier,
+    VadamClassifier,
+    BBBClassifier,
+    MCDropoutClassifier,
+]
 
 
 @pytest.fixture(autouse=True)

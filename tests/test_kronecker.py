@@ -12,10 +12,9 @@ from torch import nn
 import skbayes._families.kronecker as kfac_mod
 from skbayes import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
-from skbayes._networks import kron_layers
-from skbayes.exceptions import UnsupportedLayerError
 from skbayes._likelihoods import Categorical
-from skbayes._networks import ParamLayout
+from skbayes._networks import ParamLayout, kron_layers
+from skbayes.exceptions import UnsupportedLayerError
 
 DT = torch.float64
 
@@ -30,7 +29,7 @@ def _quiet():
 def _data(n=60, d=3, k=3, seed=0):
     rng = np.random.RandomState(seed)
     X = rng.randn(n, d)
-    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.randn(n), [0.0, 1.0])[: n] % k
+    y = np.digitize(X[:, 0] + 0.5 * X[:, 1] ** 2 + 0.3 * rng.randn(n), [0.0, 1.0])[:n] % k
     return X, y
 
 
@@ -130,8 +129,13 @@ def test_ekfac_scale_equals_kfac_products_right_after_reset():
 def _layer_problem(conv=False, seed=0):
     torch.manual_seed(seed)
     if conv:
-        net = nn.Sequential(nn.Unflatten(1, (2, 5, 5)), nn.Conv2d(2, 3, 3, stride=2, padding=1), nn.Tanh(),
-                            nn.Flatten(), nn.Linear(27, 3)).double()
+        net = nn.Sequential(
+            nn.Unflatten(1, (2, 5, 5)),
+            nn.Conv2d(2, 3, 3, stride=2, padding=1),
+            nn.Tanh(),
+            nn.Flatten(),
+            nn.Linear(27, 3),
+        ).double()
         X = torch.randn(12, 50, dtype=DT)
     else:
         net = nn.Sequential(nn.Linear(4, 5), nn.Tanh(), nn.Linear(5, 3)).double()
@@ -196,7 +200,7 @@ def test_ekfac_fisher_error_is_no_larger_than_kfac():
     lik = Categorical(3)
     rows, _, _ = kron_batch(net, layout, layers, theta, X, y, lik, fisher="empirical")
     G = _per_example_weight_grads(net, layout, layers, theta, X, y, lik)
-    for l, (A, _, Df), Gl in zip(layers, rows, G):
+    for _l, (A, _, Df), Gl in zip(layers, rows, G):
         vecs = Gl.transpose(1, 2).reshape(Gl.shape[0], -1)  # vec(G_i), column-major
         F = vecs.T @ vecs / Gl.shape[0]
         Af, Sf = layer_stats(A, Df)
@@ -225,8 +229,16 @@ def test_mean_step_equals_dense_preconditioned_step(monkeypatch, Est):
 
     monkeypatch.setattr(kfac_mod, "kron_batch", rec)
     X, y = _data()
-    kw = dict(hidden_layer_sizes=(4,), max_iter=1, batch_size=60, momentum=0.0, learning_rate=0.3, kl_clip=None,
-              damping=0.01, random_state=0)
+    kw = dict(
+        hidden_layer_sizes=(4,),
+        max_iter=1,
+        batch_size=60,
+        momentum=0.0,
+        learning_rate=0.3,
+        kl_clip=None,
+        damping=0.01,
+        random_state=0,
+    )
     if Est is NoisyEKFACClassifier:
         kw.update(eig_interval=100, rescale_reset_interval=None)
     est = Est(**kw)
@@ -234,7 +246,7 @@ def test_mean_step_equals_dense_preconditioned_step(monkeypatch, Est):
     assert len(calls) == 2  # factor initialisation at the mean, then one step
     mean_before = calls[0][0][0]
     theta, (rows, _, _) = calls[1]
-    N, g_in = 60, 1.0 / 60
+    _N, g_in = 60, 1.0 / 60
     gamma = g_in + 0.01
     step = torch.zeros_like(mean_before)
     for l, st, (A, Dt, _) in zip(est.posterior_.layers, est._state["layers"], rows):
@@ -286,8 +298,9 @@ def test_kl_clip_bounds_the_predicted_change(monkeypatch):
 
 def test_string_padding_conv_is_reported_as_unsupported():
     def module(n_in, n_out):
-        return nn.Sequential(nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 2, 3, padding="same"), nn.Flatten(),
-                             nn.Linear(8, n_out))
+        return nn.Sequential(
+            nn.Unflatten(1, (1, 2, 2)), nn.Conv2d(1, 2, 3, padding="same"), nn.Flatten(), nn.Linear(8, n_out)
+        )
 
     X, y = _data(d=4)
     with pytest.raises(UnsupportedLayerError, match="Conv2d"):
@@ -299,8 +312,16 @@ def test_non_finite_outputs_in_the_label_sampler_are_reported_as_divergence():
 
     X, y = load_digits(return_X_y=True)
     X = X[:200] / 16.0
-    est = NoisyEKFACClassifier(hidden_layer_sizes=(8,), learning_rate=1e3, kl_clip=None, momentum=0.0, max_iter=5, init="default",
-                               dtype="float32", random_state=0)
+    est = NoisyEKFACClassifier(
+        hidden_layer_sizes=(8,),
+        learning_rate=1e3,
+        kl_clip=None,
+        momentum=0.0,
+        max_iter=5,
+        init="default",
+        dtype="float32",
+        random_state=0,
+    )
     with warnings.catch_warnings(record=True) as w:
         warnings.simplefilter("always")
         est.fit(X * 1e18, y[:200])

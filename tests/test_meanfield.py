@@ -69,14 +69,17 @@ def _small_data(kind, n=60, seed=0):
 
 @pytest.mark.parametrize(
     "Vogn,Slang,kind",
-    [(VOGNRegressor, SLANGRegressor, "linreg"), (VOGNClassifier, SLANGClassifier, "logreg"),
-     (VOGNClassifier, SLANGClassifier, "multiclass")],
+    [
+        (VOGNRegressor, SLANGRegressor, "linreg"),
+        (VOGNClassifier, SLANGClassifier, "logreg"),
+        (VOGNClassifier, SLANGClassifier, "multiclass"),
+    ],
 )
 def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     X, y = _small_data(kind)
     kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, beta=0.05, random_state=3)
     a, b = Vogn(**kw), Slang(rank=0, **kw)
-    for epoch in range(4):  # 4 steps per epoch
+    for _epoch in range(4):  # 4 steps per epoch
         a.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
         b.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
         np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
@@ -144,8 +147,17 @@ class _Recorder:
 
         def wrapped(forward, theta, X, y, lik):
             p, st = est.posterior_, est._state
-            self.calls.append(dict(theta=theta.clone(), X=X.clone(), y=y.clone(), mean=p.mean_t.clone(),
-                                   d=p.d_t.clone(), s=st["s"].clone(), m=st["m"].clone()))
+            self.calls.append(
+                dict(
+                    theta=theta.clone(),
+                    X=X.clone(),
+                    y=y.clone(),
+                    mean=p.mean_t.clone(),
+                    d=p.d_t.clone(),
+                    s=st["s"].clone(),
+                    m=st["m"].clone(),
+                )
+            )
             return orig(forward, theta, X, y, lik)
 
         monkeypatch.setattr(vadam_mod, "minibatch_gradients", wrapped)
@@ -165,8 +177,21 @@ def test_update_matches_hand_computation(monkeypatch, quiet, method, kind):
     X, y = _small_data(kind)
     N, D, S = X.shape[0], X.shape[1] + 1, 2
     lam, alpha, b1, b2 = 0.7, 0.05, 0.8, 0.9
-    kw = dict(hidden_layer_sizes=(), method=method, prior_precision=lam, learning_rate=alpha, beta1=b1, beta2=b2,
-              mc_samples=S, batch_size=20, max_iter=2, tol=0, n_iter_no_change=100, init="default", random_state=0)
+    kw = dict(
+        hidden_layer_sizes=(),
+        method=method,
+        prior_precision=lam,
+        learning_rate=alpha,
+        beta1=b1,
+        beta2=b2,
+        mc_samples=S,
+        batch_size=20,
+        max_iter=2,
+        tol=0,
+        n_iter_no_change=100,
+        init="default",
+        random_state=0,
+    )
     if kind == "linreg":
         est = VadamRegressor(noise_precision=0.2, **kw)
     else:
@@ -204,8 +229,9 @@ def test_update_matches_hand_computation(monkeypatch, quiet, method, kind):
 
 def test_weight_samples_are_mean_plus_noise_of_the_current_precision(monkeypatch):
     X, y = _small_data("logreg")
-    est = VadamClassifier(hidden_layer_sizes=(), init="xavier", mc_samples=4000, batch_size=60, max_iter=1,
-                          random_state=0)
+    est = VadamClassifier(
+        hidden_layer_sizes=(), init="xavier", mc_samples=4000, batch_size=60, max_iter=1, random_state=0
+    )
     rec = _Recorder(monkeypatch, est)
     with pytest.warns(ConvergenceWarning):
         est.fit(X, y)
@@ -282,7 +308,9 @@ def _seq(n_in, n_out):
     return nn.Sequential(nn.Linear(n_in, 6), nn.Tanh(), nn.Linear(6, n_out))
 
 
-@pytest.mark.parametrize("Est,kind,method", [(VadamRegressor, "linreg", "vadam"), (VadamClassifier, "multiclass", "vprop")])
+@pytest.mark.parametrize(
+    "Est,kind,method", [(VadamRegressor, "linreg", "vadam"), (VadamClassifier, "multiclass", "vprop")]
+)
 def test_dense_and_generic_paths_train_identically(quiet, Est, kind, method):
     X, y = _small_data(kind, n=50)
     kw = dict(method=method, mc_samples=2, batch_size=10, max_iter=3, tol=0, n_iter_no_change=100, random_state=0)
@@ -324,8 +352,14 @@ def test_divergence_names_the_learning_rate():
 # --- user-facing guarantees (as tests/test_integration.py checks for the others) --------
 
 
-@pytest.mark.parametrize("Reg,Clf,extra", [(VOGNRegressor, VOGNClassifier, {}), (VadamRegressor, VadamClassifier, {}),
-                                           (VadamRegressor, VadamClassifier, {"method": "vprop"})])
+@pytest.mark.parametrize(
+    "Reg,Clf,extra",
+    [
+        (VOGNRegressor, VOGNClassifier, {}),
+        (VadamRegressor, VadamClassifier, {}),
+        (VadamRegressor, VadamClassifier, {"method": "vprop"}),
+    ],
+)
 def test_pipeline_and_cross_val_score(quiet, Reg, Clf, extra):
     X, y = load_diabetes(return_X_y=True)
     scores = cross_val_score(make_pipeline(StandardScaler(), Reg(**FAST, **extra)), X[:200], y[:200], cv=3)
@@ -353,7 +387,11 @@ def test_clone_pickle_and_deterministic_row_independent_predictions(quiet, Est):
     assert c.get_params() == est.get_params() and not hasattr(c, "posterior_")
 
     def out(e, rows=slice(None)):
-        return e.predict_proba(X[rows]) if hasattr(e, "predict_proba") else np.asarray(e.predict(X[rows], return_std=True)).T
+        return (
+            e.predict_proba(X[rows])
+            if hasattr(e, "predict_proba")
+            else np.asarray(e.predict(X[rows], return_std=True)).T
+        )
 
     ref = out(est)
     np.testing.assert_array_equal(out(est), ref)  # deterministic
@@ -392,21 +430,25 @@ def test_warm_start_keeps_the_optimizer_state(quiet):
 # --- behaviour on real data ------------------------------------------------------------
 
 
-@pytest.mark.parametrize("Clf,extra", [(VOGNClassifier, {}), (VadamClassifier, {}),
-                                       (VadamClassifier, {"method": "vprop"})])
+@pytest.mark.parametrize(
+    "Clf,extra", [(VOGNClassifier, {}), (VadamClassifier, {}), (VadamClassifier, {"method": "vprop"})]
+)
 def test_breast_cancer_accuracy_close_to_logistic_regression(quiet, Clf, extra):
     """Out-of-fold accuracy of 5-fold CV within 2 points of LogisticRegression's."""
     X, y = load_breast_cancer(return_X_y=True)
     cv = StratifiedKFold(5, shuffle=True, random_state=0)
     p_lr = cross_val_predict(make_pipeline(StandardScaler(), LogisticRegression()), X, y, cv=cv, method="predict_proba")
-    p = cross_val_predict(make_pipeline(StandardScaler(), Clf(random_state=0, **extra)), X, y, cv=cv,
-                          method="predict_proba")
+    p = cross_val_predict(
+        make_pipeline(StandardScaler(), Clf(random_state=0, **extra)), X, y, cv=cv, method="predict_proba"
+    )
     acc, acc_lr = (p.argmax(1) == y).mean(), (p_lr.argmax(1) == y).mean()
     assert acc >= acc_lr - 0.02, (acc, acc_lr)
     assert -np.log(p[np.arange(len(y)), y]).mean() < 0.15
 
 
-@pytest.mark.parametrize("Reg,extra", [(VOGNRegressor, {}), (VadamRegressor, {}), (VadamRegressor, {"method": "vprop"})])
+@pytest.mark.parametrize(
+    "Reg,extra", [(VOGNRegressor, {}), (VadamRegressor, {}), (VadamRegressor, {"method": "vprop"})]
+)
 def test_diabetes_r2_is_sensible(quiet, Reg, extra):
     X, y = load_diabetes(return_X_y=True)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=0)

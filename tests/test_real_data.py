@@ -57,7 +57,9 @@ def test_breast_cancer_accuracy_and_calibration(Clf):
     acc, acc_lr, ece = [], [], []
     for seed in range(3):
         cv = StratifiedKFold(5, shuffle=True, random_state=seed)
-        p_lr = cross_val_predict(make_pipeline(StandardScaler(), LogisticRegression()), X, y, cv=cv, method="predict_proba")
+        p_lr = cross_val_predict(
+            make_pipeline(StandardScaler(), LogisticRegression()), X, y, cv=cv, method="predict_proba"
+        )
         p = cross_val_predict(
             make_pipeline(StandardScaler(), Clf(random_state=seed)), X, y, cv=cv, method="predict_proba"
         )

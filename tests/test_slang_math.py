@@ -70,7 +70,14 @@ class _Recorder:
             theta, X, y = args[-4], args[-3], args[-2]
             p = self.est.posterior_
             self.calls.append(
-                dict(theta=theta.clone(), X=X.clone(), y=y.clone(), mean=p.mean_t.clone(), U=p.U_t.clone(), d=p.d_t.clone())
+                dict(
+                    theta=theta.clone(),
+                    X=X.clone(),
+                    y=y.clone(),
+                    mean=p.mean_t.clone(),
+                    U=p.U_t.clone(),
+                    d=p.d_t.clone(),
+                )
             )
             return orig(*args)
 
@@ -103,8 +110,18 @@ def test_full_rank_reproduces_dense_vogn_step_for_step(monkeypatch, momentum):
     N, D = X.shape[0], X.shape[1] + 1
     lam, alpha, beta, S = 0.5, 0.1, 0.2, 3
     est = SLANGClassifier(
-        hidden_layer_sizes=(), rank=D, prior_precision=lam, learning_rate=alpha, beta=beta,
-        momentum=momentum, mc_samples=S, batch_size=16, max_iter=3, tol=0, n_iter_no_change=100, random_state=0,
+        hidden_layer_sizes=(),
+        rank=D,
+        prior_precision=lam,
+        learning_rate=alpha,
+        beta=beta,
+        momentum=momentum,
+        mc_samples=S,
+        batch_size=16,
+        max_iter=3,
+        tol=0,
+        n_iter_no_change=100,
+        random_state=0,
     )
     rec = _Recorder(monkeypatch, est)
     with pytest.warns(Warning):
@@ -136,8 +153,18 @@ def test_rank_zero_reproduces_mean_field_vogn_step_for_step(monkeypatch):
     N, D = X.shape[0], X.shape[1] + 1
     lam, alpha, beta, S = 0.5, 0.1, 0.2, 2
     est = SLANGClassifier(
-        hidden_layer_sizes=(), rank=0, prior_precision=lam, learning_rate=alpha, beta=beta,
-        momentum=0.0, mc_samples=S, batch_size=20, max_iter=2, tol=0, n_iter_no_change=100, random_state=1,
+        hidden_layer_sizes=(),
+        rank=0,
+        prior_precision=lam,
+        learning_rate=alpha,
+        beta=beta,
+        momentum=0.0,
+        mc_samples=S,
+        batch_size=20,
+        max_iter=2,
+        tol=0,
+        n_iter_no_change=100,
+        random_state=1,
     )
     rec = _Recorder(monkeypatch, est)
     with pytest.warns(Warning):

@@ -26,7 +26,9 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
     for s in range(theta.shape[0]):
         captured = []
         hooks = [
-            l.module.register_forward_hook(lambda mod, inp, out, k=k: captured.append((k, inp[0].detach(), out)))
+            l.module.register_forward_hook(
+                lambda mod, inp, out, k=k, captured=captured: captured.append((k, inp[0].detach(), out))
+            )
             for k, l in enumerate(layers)
         ]
         try:

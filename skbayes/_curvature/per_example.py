@@ -96,7 +96,7 @@ class DenseCurvature:
 
     def gram(self):
         K = self._zeros(self.n, self.n)
-        for A, Dl, w_off, o, i, b_off in self.layers:
+        for A, Dl, _w_off, _o, _i, b_off in self.layers:
             AA = A @ A.T
             if b_off is not None:
                 AA = AA + 1.0

@@ -108,8 +108,9 @@ class PosteriorFamily:
             setattr(self, k, v)
 
     # --- what every family provides ------------------------------------------------
-    def init_posterior(self, mean: torch.Tensor, precision: torch.Tensor | None, n_train: int,
-                       forward: NetworkForward, kl_scale: float) -> tuple[Any, dict]:
+    def init_posterior(
+        self, mean: torch.Tensor, precision: torch.Tensor | None, n_train: int, forward: NetworkForward, kl_scale: float
+    ) -> tuple[Any, dict]:
         """The initial ``(posterior, state)``.
 
         Parameters
@@ -126,8 +127,7 @@ class PosteriorFamily:
         """
         raise NotImplementedError
 
-    def step(self, posterior: Any, state: dict, Xb: torch.Tensor, yb: torch.Tensor,
-             ctx: StepContext) -> StepResult:
+    def step(self, posterior: Any, state: dict, Xb: torch.Tensor, yb: torch.Tensor, ctx: StepContext) -> StepResult:
         """One training step on a minibatch; updates ``posterior`` and ``state`` in place."""
         raise NotImplementedError
 

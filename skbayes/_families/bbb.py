@@ -20,35 +20,62 @@ NOISE_STEP = 0.05
 #: Docstring entries of the first-order baselines (BBB and MC dropout), worded for the fit
 #: of a loss by Adam where SLANG's wording speaks of natural-gradient steps.
 FIRST_ORDER_DOCS = {
-    "mc_samples": E("int", """
-        Monte Carlo samples ``S`` per training step."""),
-    "init": E("{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}", """
+    "mc_samples": E(
+        "int",
+        """
+        Monte Carlo samples ``S`` per training step.""",
+    ),
+    "init": E(
+        "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
+        """
         Initial mean: 'default' is PyTorch's initialisation, 'iblm' the layer-wise
         Bayesian linear regressions of Rossi et al. (2019) ('iblm_random' with the
         paper's random minibatches), the others the i-BLM paper's baselines (see
-        the initialisation page of the documentation)."""),
-    "kl_annealing": E("tuple (gamma, a, b) or None", """
-        Scale the prior term by ``gamma / (1 + exp(-a (t - b)))`` at step ``t``."""),
-    "early_stopping": E("bool", """
+        the initialisation page of the documentation).""",
+    ),
+    "kl_annealing": E(
+        "tuple (gamma, a, b) or None",
+        """
+        Scale the prior term by ``gamma / (1 + exp(-a (t - b)))`` at step ``t``.""",
+    ),
+    "early_stopping": E(
+        "bool",
+        """
         Hold out ``validation_fraction`` of the training data and stop when its
         predictive log-likelihood (16 samples) has not improved by ``tol`` for
-        ``n_iter_no_change`` epochs; the best state is kept."""),
-    "n_iter_no_change": E("int", """
+        ``n_iter_no_change`` epochs; the best state is kept.""",
+    ),
+    "n_iter_no_change": E(
+        "int",
+        """
         Epochs without improvement (of the training loss, or of the validation
-        score with ``early_stopping``) before training stops."""),
-    "tol": E("float", """
-        Minimum improvement that counts."""),
-    "random_state": E("int, RandomState instance or None", """
+        score with ``early_stopping``) before training stops.""",
+    ),
+    "tol": E(
+        "float",
+        """
+        Minimum improvement that counts.""",
+    ),
+    "random_state": E(
+        "int, RandomState instance or None",
+        """
         Seeds the initialisation, minibatch order, Monte Carlo noise and the
-        prediction samples. Predictions of a fitted model are always deterministic."""),
-    "verbose": E("bool", """
-        Show a progress bar with the running training loss."""),
-    "noise_precision": E("'auto' or float", """
+        prediction samples. Predictions of a fitted model are always deterministic.""",
+    ),
+    "verbose": E(
+        "bool",
+        """
+        Show a progress bar with the running training loss.""",
+    ),
+    "noise_precision": E(
+        "'auto' or float",
+        """
         Precision of the Gaussian observation noise in the units of ``y``.
         'auto' learns it: ``Gamma(6, 6)`` prior on the standardised scale and a
         Gamma variational posterior updated after every step by the conjugate
         natural-gradient (SVI) step of size 0.05, as in the Kronecker-factored
-        estimators. A float fixes it."""),
+        estimators. A float fixes it.""",
+    ),
 }
 
 
@@ -65,27 +92,39 @@ class BBBFamily(PosteriorFamily):
 
     param_docs = {
         **FIRST_ORDER_DOCS,
-        "local_reparam": E("bool", """
+        "local_reparam": E(
+            "bool",
+            """
             Use the local reparameterisation trick for the dense layers: sample each
             example's pre-activations from ``N(h mu_W^T + mu_b, h^2 sigma_W^2 + sigma_b^2)``
             instead of one weight sample per step shared by the minibatch (the same
             expected gradient, lower variance, about twice the matmuls). Applies when
             the network is a ``torch.nn.Sequential`` of ``Linear`` layers and
             element-wise activations (the built MLP); any other ``module`` falls back
-            to sampling the weights."""),
-        "learning_rate": E("float", """
-            Adam's step size on ``(mu, rho)``."""),
+            to sampling the weights.""",
+        ),
+        "learning_rate": E(
+            "float",
+            """
+            Adam's step size on ``(mu, rho)``.""",
+        ),
     }
     attr_docs = {
-        "loss_curve_": E("list of float", """
+        "loss_curve_": E(
+            "list of float",
+            """
             Negative ELBO per epoch per training example: the average minibatch
             estimate of ``E_q[-log p(y | X, theta)]`` over the epoch plus
             ``kl_weight * KL(q || prior)`` at its end (regressors: on standardised
-            targets, with the noise precision's KL)."""),
-        "posterior_": E("SoftplusGaussian", """
+            targets, with the noise precision's KL).""",
+        ),
+        "posterior_": E(
+            "SoftplusGaussian",
+            """
             The mean-field posterior: ``mean``, ``rho``, ``sigma``, ``variance()``,
             ``sample(n, random_state)``, ``kl_to_prior(prior_precision)``, and for
-            small models ``precision()`` and ``covariance()`` (diagonal)."""),
+            small models ``precision()`` and ``covariance()`` (diagonal).""",
+        ),
     }
 
     def init_posterior(self, mean, precision, n_train, forward, kl_scale):

@@ -30,7 +30,9 @@ class DropoutFamily(PosteriorFamily):
 
     param_docs = {
         **FIRST_ORDER_DOCS,
-        "dropout": E("float", """
+        "dropout": E(
+            "float",
+            """
             Drop probability ``p`` of the inputs of every ``Linear`` layer except the
             one that receives the network input, i.e. of the hidden units (the
             standard placement of MC dropout). Kept units are scaled by ``1 / (1 - p)``
@@ -40,39 +42,58 @@ class DropoutFamily(PosteriorFamily):
             counts as the input layer); convolutions and other layers are not
             dropped (their weights are point estimates). The module must not contain
             ``nn.Dropout`` layers of its own (they would draw from PyTorch's global
-            generator): fit raises a ValueError."""),
-        "input_dropout": E("float", """
+            generator): fit raises a ValueError.""",
+        ),
+        "input_dropout": E(
+            "float",
+            """
             Drop probability of the network's input features (the inputs of the first
-            layer, when it is an ``nn.Linear``)."""),
-        "prior_precision": E("float", """
+            layer, when it is an ``nn.Linear``).""",
+        ),
+        "prior_precision": E(
+            "float",
+            """
             Weight decay ``lambda``: the training objective is
             ``sum_i E_mask[-log p(y_i | x_i, theta, mask)] + lambda/2 ||theta||^2``
             on all weights and biases (the MAP objective under the prior
             ``N(0, lambda^{-1} I)``, with dropout noise). In Gal and Ghahramani's
             parameterisation (unscaled masks, weight decay ``(1 - p) l^2 / 2 ||M||^2``
             on a dropped layer's weights ``M = theta / (1 - p)``) this is a prior
-            length-scale ``l^2 = lambda (1 - p)``."""),
-        "learning_rate": E("float", """
-            Adam's step size on the weights."""),
-        "noise_precision": E("'auto' or float", """
+            length-scale ``l^2 = lambda (1 - p)``.""",
+        ),
+        "learning_rate": E(
+            "float",
+            """
+            Adam's step size on the weights.""",
+        ),
+        "noise_precision": E(
+            "'auto' or float",
+            """
             Precision of the Gaussian observation noise in the units of ``y``.
             'auto' learns it: ``Gamma(6, 6)`` prior on the standardised scale and a
             Gamma variational posterior, given the dropout predictive, updated after
             every step by the conjugate natural-gradient (SVI) step of size 0.05, as
-            in the Kronecker-factored estimators. A float fixes it."""),
+            in the Kronecker-factored estimators. A float fixes it.""",
+        ),
     }
     attr_docs = {
-        "loss_curve_": E("list of float", """
+        "loss_curve_": E(
+            "list of float",
+            """
             Training loss per epoch per training example: the average minibatch
             estimate of ``E_mask[-log p(y | X, theta)]`` over the epoch plus
             ``lambda/2 ||theta||^2`` at its end (regressors: on standardised targets,
             with the noise precision's KL). Not an ELBO: MC dropout has no closed-form
-            variational objective."""),
-        "posterior_": E("DropoutPosterior", """
+            variational objective.""",
+        ),
+        "posterior_": E(
+            "DropoutPosterior",
+            """
             The distribution of masked weight vectors: ``mean`` (the weights),
             ``sample(n, random_state)``, exact ``variance()`` and (small models)
             ``covariance()``; ``precision()`` raises NotImplementedError (not a
-            Gaussian, singular covariance). ``masked_layers`` lists the dropped layers."""),
+            Gaussian, singular covariance). ``masked_layers`` lists the dropped layers.""",
+        ),
     }
 
     def dropout_groups(self, forward):

@@ -40,80 +40,140 @@ class KFACFamily(PosteriorFamily):
     }
     step_size_names = ("damping",)
     param_docs = {
-        "learning_rate": E("float", """
-            Step size ``alpha`` of the preconditioned mean update (the papers' value)."""),
-        "factor_decay": E("float", """
-            Exponential-moving-average rate ``beta`` of the Kronecker factors."""),
-        "kl_weight": E("float", """
+        "learning_rate": E(
+            "float",
+            """
+            Step size ``alpha`` of the preconditioned mean update (the papers' value).""",
+        ),
+        "factor_decay": E(
+            "float",
+            """
+            Exponential-moving-average rate ``beta`` of the Kronecker factors.""",
+        ),
+        "kl_weight": E(
+            "float",
+            """
             ``lambda``: weight of the KL term; 1 is the exact ELBO, below 1 tempers
-            the posterior (covariances shrink by ``lambda``)."""),
-        "damping": E("float", """
+            the posterior (covariances shrink by ``lambda``).""",
+        ),
+        "damping": E(
+            "float",
+            """
             Extrinsic damping ``gamma_ex`` added to the curvature in the mean step
             only; the covariance uses the intrinsic damping
             ``gamma_in = kl_weight * prior_precision / n_samples``. K-FAC splits
             the damping between its two factors (``pi``), which adds the cross terms
             ``sqrt(gamma) (pi lam_S + lam_A / pi)`` to every curvature entry; EK-FAC
             adds ``gamma`` alone to ``R``, so it needs a larger value for stable steps
-            where the sampled-label Fisher is small (confident predictions)."""),
-        "momentum": E("float", """
+            where the sampled-label Fisher is small (confident predictions).""",
+        ),
+        "momentum": E(
+            "float",
+            """
             Heavy-ball momentum on the preconditioned mean step (0 gives the
-            papers' Algorithms exactly)."""),
-        "stats_interval": E("int", """
-            Update the Kronecker factors every ``stats_interval`` steps."""),
-        "kl_clip": E("float or None", """
+            papers' Algorithms exactly).""",
+        ),
+        "stats_interval": E(
+            "int",
+            """
+            Update the Kronecker factors every ``stats_interval`` steps.""",
+        ),
+        "kl_clip": E(
+            "float or None",
+            """
             K-FAC's trust region: the preconditioned step is shrunk so that
             ``alpha^2 step^T F step <= kl_clip`` (the value of the noisy K-FAC code).
-            Flat directions of deep networks otherwise get huge steps; None disables it."""),
-        "fisher": E("{'true', 'empirical'}", """
+            Flat directions of deep networks otherwise get huge steps; None disables it.""",
+        ),
+        "fisher": E(
+            "{'true', 'empirical'}",
+            """
             Curvature of the factors: the Fisher with labels sampled from the model
             (as the papers' code does; one extra backward pass) or the empirical
-            Fisher with the observed labels."""),
-        "inv_interval": E("int", """
+            Fisher with the observed labels.""",
+        ),
+        "inv_interval": E(
+            "int",
+            """
             Recompute the eigendecompositions of the damped factors (the inverses)
-            every ``inv_interval`` steps."""),
-        "scale_decay": E("float", """
-            Exponential-moving-average rate ``omega`` of the re-scaling ``R``."""),
-        "eig_interval": E("int", """
+            every ``inv_interval`` steps.""",
+        ),
+        "scale_decay": E(
+            "float",
+            """
+            Exponential-moving-average rate ``omega`` of the re-scaling ``R``.""",
+        ),
+        "eig_interval": E(
+            "int",
+            """
             Refresh the Kronecker eigenbasis every ``eig_interval`` steps. ``R`` then
             restarts from the K-FAC eigenvalue products in the new basis (the old
-            ``R`` refers to the old basis), as the authors' code does."""),
-        "scale_interval": E("int", """
-            Update ``R`` every ``scale_interval`` steps."""),
-        "rescale_reset_interval": E("int or None", """
+            ``R`` refers to the old basis), as the authors' code does.""",
+        ),
+        "scale_interval": E(
+            "int",
+            """
+            Update ``R`` every ``scale_interval`` steps.""",
+        ),
+        "rescale_reset_interval": E(
+            "int or None",
+            """
             Reset ``R`` to the K-FAC eigenvalue products ``lam_A lam_S^T`` every so
-            many steps (small batches make the second moment unstable); None never resets."""),
-        "init": E("{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}", """
+            many steps (small batches make the second moment unstable); None never resets.""",
+        ),
+        "init": E(
+            "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
+            """
             Initial mean: 'iblm' sets each unit's weights to the posterior mean of a
             layer-wise Bayesian linear regression (Rossi et al., 2019); 'default' is
             PyTorch's initialisation; the others are the i-BLM paper's baselines
             (see the initialisation page of the documentation). The Kronecker factors are then computed exactly on the
             first minibatch at that mean (the factorised variances of the
-            initialiser are not used: the factors define the covariance)."""),
-        "module": E("callable or torch.nn.Module", """
+            initialiser are not used: the factors define the covariance).""",
+        ),
+        "module": E(
+            "callable or torch.nn.Module",
+            """
             A custom network: a callable ``module(n_features_in, n_outputs)``
             returning a ``torch.nn.Module``, or a module instance (deep-copied).
             Its parameterised layers must be ``nn.Linear`` or ``nn.Conv2d``
             (``groups=1``, zero padding), each called once per forward pass;
             parameter-free layers (activations, pooling, flatten, reshape) are free.
-            Any other parameterised layer raises an error naming it."""),
-        "prior_precision": E("float", """
+            Any other parameterised layer raises an error naming it.""",
+        ),
+        "prior_precision": E(
+            "float",
+            """
             Precision ``1 / eta`` of the isotropic Gaussian prior ``N(0, eta I)`` on
-            every weight and bias (the papers write the prior variance ``eta``)."""),
-        "noise_precision": E("'auto' or float", """
+            every weight and bias (the papers write the prior variance ``eta``).""",
+        ),
+        "noise_precision": E(
+            "'auto' or float",
+            """
             Precision of the Gaussian observation noise in the units of ``y``. 'auto'
             learns it with a ``Gamma(6, 6)`` prior (standardised scale) and a Gamma
-            variational posterior, as in the noisy EK-FAC paper's UCI experiments."""),
-        "verbose": E("bool", """
-            Show a progress bar with the running negative ELBO."""),
+            variational posterior, as in the noisy EK-FAC paper's UCI experiments.""",
+        ),
+        "verbose": E(
+            "bool",
+            """
+            Show a progress bar with the running negative ELBO.""",
+        ),
     }
     attr_docs = {
-        "loss_curve_": E("list of float", """
+        "loss_curve_": E(
+            "list of float",
+            """
             Negative ELBO per epoch per training example
-            (``E_q[-log p] + kl_weight * KL``)."""),
-        "posterior_": E("KroneckerGaussian", """
+            (``E_q[-log p] + kl_weight * KL``).""",
+        ),
+        "posterior_": E(
+            "KroneckerGaussian",
+            """
             Block-diagonal posterior: ``mean``, ``variance()``, ``sample()``,
             ``factors`` (per-layer ``Q_A``, ``Q_S``, ``scale``), dense
-            ``precision()``/``covariance()`` for small models."""),
+            ``precision()``/``covariance()`` for small models.""",
+        ),
     }
 
     # --- state ----------------------------------------------------------------

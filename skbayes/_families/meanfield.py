@@ -54,7 +54,9 @@ class MeanFieldFamily(PosteriorFamily):
     }
 
     param_docs = {
-        "module": E("callable or torch.nn.Module", """
+        "module": E(
+            "callable or torch.nn.Module",
+            """
             A custom network instead of the built one: a callable
             ``module(n_features_in, n_outputs)`` returning a ``torch.nn.Module``
             (a class works), or a module instance (deep-copied, never modified).
@@ -63,45 +65,67 @@ class MeanFieldFamily(PosteriorFamily):
             ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
             runs all weight samples of a step in one batched forward and backward
             pass; any other module runs one ordinary forward and backward pass per
-            weight sample (no per-example gradients either way)."""),
-        "method": E("{'vadam', 'vprop'}", """
+            weight sample (no per-example gradients either way).""",
+        ),
+        "method": E(
+            "{'vadam', 'vprop'}",
+            """
             The update: 'vadam' (Adam-like: momentum on the gradient, bias
             corrections, square root of the second moment in the mean step) or
-            'vprop' (RMSprop-like natural-gradient step, no momentum). See above."""),
-        "learning_rate": E("float or 'auto'", """
+            'vprop' (RMSprop-like natural-gradient step, no momentum). See above.""",
+        ),
+        "learning_rate": E(
+            "float or 'auto'",
+            """
             Step size ``alpha`` of the mean update. 'auto' is 0.01 for 'vadam' (an
             Adam step: each weight moves by about ``alpha`` per step) and 0.05 for
-            'vprop' (a natural-gradient step, as VOGN's default)."""),
-        "beta1": E("float", """
+            'vprop' (a natural-gradient step, as VOGN's default).""",
+        ),
+        "beta1": E(
+            "float",
+            """
             Decay ``gamma_1`` of Vadam's moving average ``m`` of the gradient
-            (Adam's momentum). Ignored by 'vprop'."""),
-        "beta2": E("float", """
+            (Adam's momentum). Ignored by 'vprop'.""",
+        ),
+        "beta2": E(
+            "float",
+            """
             Decay ``gamma_2`` of the moving average ``s`` of the squared minibatch
             gradient, for both methods (Vprop's rate ``beta`` of the poster is
             ``1 - beta2``). ``s`` forgets its start at rate ``1 - beta2`` per step:
             the default's time constant is 1000 steps, so a short fit keeps much of
-            the initial precision."""),
-        "init": E("{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}", """
+            the initial precision.""",
+        ),
+        "init": E(
+            "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
+            """
             Initialisation of the posterior (see the initialisation page of the
             documentation). 'default': PyTorch's initialisation of the network as
             the mean and ``s0 = 1``, i.e. the precision ``(prior_precision + n_samples) I``
             SLANG and VOGN start from. The other choices give a mean and a diagonal
             precision ``d0`` over the ``n`` training samples (i-BLM's rescaled from
             its minibatches of ``iblm_batch_size`` rows, as for SLANG), turned into
-            ``s0 = max(d0 - prior_precision, 0) / n``."""),
-        "noise_precision": E("'auto' or float", """
+            ``s0 = max(d0 - prior_precision, 0) / n``.""",
+        ),
+        "noise_precision": E(
+            "'auto' or float",
+            """
             Precision of the Gaussian observation noise, in the units of ``y``
             (1 / noise variance). 'auto' learns it (``Gamma(6, 6)`` prior on the
             standardised scale, variational Gamma posterior updated after every
             step by a natural-gradient step of size 0.05, as for noisy K-FAC); a
-            float fixes it."""),
+            float fixes it.""",
+        ),
     }
     attr_docs = {
-        "posterior_": E("DiagonalGaussian", """
+        "posterior_": E(
+            "DiagonalGaussian",
+            """
             The variational posterior: ``mean``, the per-weight precision
             ``d = N s + prior_precision``, ``variance()`` (``1 / d``),
             ``sample(n, random_state)``, and for small models ``precision()`` and
-            ``covariance()``."""),
+            ``covariance()``.""",
+        ),
     }
 
     def resolved_learning_rate(self):
@@ -112,7 +136,9 @@ class MeanFieldFamily(PosteriorFamily):
 
     def step_sizes(self):
         auto = f" = {self.resolved_learning_rate()}" if isinstance(self.learning_rate, str) else ""
-        return f"learning_rate={self.learning_rate}{auto}, method={self.method!r}, beta1={self.beta1}, beta2={self.beta2}"
+        return (
+            f"learning_rate={self.learning_rate}{auto}, method={self.method!r}, beta1={self.beta1}, beta2={self.beta2}"
+        )
 
     def init_posterior(self, mean, precision, n_train, forward, kl_scale):
         lam = float(self.prior_precision)

@@ -28,7 +28,9 @@ class SLANGFamily(PosteriorFamily):
     step_size_names = ("beta",)
 
     param_docs = {
-        "module": E("callable or torch.nn.Module", """
+        "module": E(
+            "callable or torch.nn.Module",
+            """
             A custom network instead of the built one: a callable
             ``module(n_features_in, n_outputs)`` returning a ``torch.nn.Module``
             (a class works), or a module instance (deep-copied, never modified).
@@ -36,24 +38,42 @@ class SLANGFamily(PosteriorFamily):
             reshapes them itself (e.g. with ``torch.nn.Unflatten``). A
             ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
             gets the fast dense-layer curvature path; any other module gets
-            per-example gradients from ``torch.func.vmap(grad)``."""),
-        "rank": E("int", """
+            per-example gradients from ``torch.func.vmap(grad)``.""",
+        ),
+        "rank": E(
+            "int",
+            """
             Rank ``L`` of the precision's low-rank part ``U U^T``. ``0`` is mean-field
-            VOGN; ``rank >= n_params`` is full-Gaussian VOGN."""),
-        "learning_rate": E("float", """
-            Step size ``alpha`` of the natural-gradient mean update."""),
-        "beta": E("float", """
+            VOGN; ``rank >= n_params`` is full-Gaussian VOGN.""",
+        ),
+        "learning_rate": E(
+            "float",
+            """
+            Step size ``alpha`` of the natural-gradient mean update.""",
+        ),
+        "beta": E(
+            "float",
+            """
             Step size of the precision update (the weight of the new curvature
             in ``P <- (1 - beta) P + beta (N * EF + lambda I)``); also the step of
-            the regressors' noise-precision update."""),
-        "momentum": E("float", """
+            the regressors' noise-precision update.""",
+        ),
+        "momentum": E(
+            "float",
+            """
             Momentum on the mean: a bias-corrected moving average of the
             likelihood gradient (the prior term is added after it). ``0`` gives
-            the plain update of the paper's eq. (2)."""),
-        "lr_decay": E("float or None", """
+            the plain update of the paper's eq. (2).""",
+        ),
+        "lr_decay": E(
+            "float or None",
+            """
             If set to ``omega``, both step sizes decay as ``alpha_t = alpha / (1 + t^omega)``
-            with ``t`` the step count (the paper uses 0.51 for logistic regression)."""),
-        "init": E("{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}", """
+            with ``t`` the step count (the paper uses 0.51 for logistic regression).""",
+        ),
+        "init": E(
+            "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
+            """
             Initialisation of the posterior. 'iblm' (Rossi et al., 2019): layer by
             layer from the input, each unit's weights get the posterior of a Bayesian
             linear regression of the targets on the layer's inputs (hidden units on
@@ -63,14 +83,18 @@ class SLANGFamily(PosteriorFamily):
             ``U = 0``. 'iblm_random': the same with the paper's random minibatches
             for every layer. 'default': PyTorch's initialisation with precision
             ``(prior_precision + n_samples) I``. The others are the paper's
-            baselines (see the initialisation page of the documentation)."""),
+            baselines (see the initialisation page of the documentation).""",
+        ),
     }
     attr_docs = {
-        "posterior_": E("LowRankGaussian", """
+        "posterior_": E(
+            "LowRankGaussian",
+            """
             The variational posterior: ``mean``, ``U``, ``d``, ``variance()``,
             ``sample(n, random_state)``, and for small models ``precision()`` and
             ``covariance()``. With ``rank=0`` the low-rank factor is empty (``U`` of
-            shape ``(D, 0)``): a diagonal Gaussian with precision ``d``."""),
+            shape ``(D, 0)``): a diagonal Gaussian with precision ``d``.""",
+        ),
     }
 
     def init_posterior(self, mean, precision, n_train, forward, kl_scale):

@@ -16,14 +16,13 @@ import warnings
 import torch
 
 from ..exceptions import UnsupportedLayerError
-from .baselines import simple_init
 from . import iblm as _iblm_module
+from .baselines import simple_init
 
 INITS = ("iblm", "iblm_random", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv")
 
 
-def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
-                    centre_hidden=False):
+def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None, centre_hidden=False):
     """``(mean, variance, noise_variance)`` of the initial posterior for ``init=kind``.
 
     ``variance`` is None for 'default'; ``noise_variance`` (regression with i-BLM only) is the
@@ -36,8 +35,15 @@ def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size
     try:
         if kind in ("iblm", "iblm_random"):
             mean, var, noise_variance = _iblm_module.iblm(
-                forward, X, y_enc, gen, prior_precision, batch_size=batch_size, n_classes=n_classes,
-                centre_hidden=centre_hidden, local=kind == "iblm",
+                forward,
+                X,
+                y_enc,
+                gen,
+                prior_precision,
+                batch_size=batch_size,
+                n_classes=n_classes,
+                centre_hidden=centre_hidden,
+                local=kind == "iblm",
             )
         else:
             mean, var = simple_init(forward, kind, X, gen, prior_precision, batch_size=batch_size)
@@ -56,8 +62,7 @@ def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size
         return layout.flatten_module(module).clone(), None, None
     if not (torch.isfinite(mean).all() and torch.isfinite(var).all() and (var > 0).all()):
         raise ValueError(
-            f"init={kind!r} produced non-finite weights (badly scaled inputs?); standardise X or use "
-            "init='default'."
+            f"init={kind!r} produced non-finite weights (badly scaled inputs?); standardise X or use init='default'."
         )
     return mean, var, noise_variance
 

@@ -40,7 +40,7 @@ def blr_solve(X, y, alpha, v):
     if n <= B:
         P = X.transpose(-1, -2) @ (X * w[..., None])
         P.diagonal(dim1=-2, dim2=-1).add_(alpha)
-        rhs = (X.transpose(-1, -2) @ (y * w)[..., None])
+        rhs = X.transpose(-1, -2) @ (y * w)[..., None]
         mean = torch.cholesky_solve(rhs, torch.linalg.cholesky(P))[..., 0]
     else:
         K = X @ X.transpose(-1, -2)
@@ -69,7 +69,9 @@ def blr_log_evidence(X, y, alpha, v):
         r = X.transpose(-1, -2) @ (y * w)[..., None]
         s = torch.linalg.solve_triangular(Lp, r, upper=False)[..., 0]
         # |C| = |diag v| |P| / alpha^n ;  y^T C^{-1} y = y^T W y - r^T P^{-1} r
-        logdet = torch.log(v).sum(-1) + 2.0 * torch.log(torch.diagonal(Lp, dim1=-2, dim2=-1)).sum(-1) - n * math.log(alpha)
+        logdet = (
+            torch.log(v).sum(-1) + 2.0 * torch.log(torch.diagonal(Lp, dim1=-2, dim2=-1)).sum(-1) - n * math.log(alpha)
+        )
         quad = (y * y * w).sum(-1) - (s * s).sum(-1)
     return -0.5 * (B * math.log(2.0 * math.pi) + logdet + quad)
 

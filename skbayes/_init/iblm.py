@@ -166,7 +166,9 @@ def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
         # Groups share one forward pass at the mean; process as many at once as
         # keep the stacked design matrices at a few million entries.
         Bg = idx.shape[1]  # rows per group (a local minibatch can be smaller than B)
-        per_group = Bg * layer.n * (layer.module.weight.shape[-1] * layer.module.weight.shape[-2] if layer.is_conv else 1)
+        per_group = (
+            Bg * layer.n * (layer.module.weight.shape[-1] * layer.module.weight.shape[-2] if layer.is_conv else 1)
+        )
         gchunk = max(1, (1 << 22) // max(1, per_group * K))
         # Inputs are propagated at the (deterministic) mean, so when the groups'
         # rows outnumber the training set, one pass over all rows is cheaper.
@@ -196,7 +198,11 @@ def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
             if local_rows:
                 # the mean from the local regression, the precision from the global minibatch
                 vg = v_layer if Vt is None else Vglob[:, ci].T  # (units, B T)
-                pd = prior_precision + (1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])) @ Aglob_sq
+                pd = (
+                    prior_precision
+                    + (1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0]))
+                    @ Aglob_sq
+                )
             W[:, units[0] : units[-1] + 1] = m.T
             Pd[:, units[0] : units[-1] + 1] = pd.T
         layer.mat_to_flat(W, mean)

@@ -6,7 +6,6 @@ mean-field (diagonal) Gaussian and ``rank >= D`` the full Gaussian.
 
 import math
 
-import numpy as np
 import torch
 
 from .. import _linalg as linalg
