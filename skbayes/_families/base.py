@@ -20,11 +20,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from .._networks import NetworkForward
+
+if TYPE_CHECKING:
+    from .._init import InitialPrecision
 
 
 @dataclass
@@ -109,7 +112,12 @@ class PosteriorFamily:
 
     # --- what every family provides ------------------------------------------------
     def init_posterior(
-        self, mean: torch.Tensor, precision: torch.Tensor | None, n_train: int, forward: NetworkForward, kl_scale: float
+        self,
+        mean: torch.Tensor,
+        precision: InitialPrecision | None,
+        n_train: int,
+        forward: NetworkForward,
+        kl_scale: float,
     ) -> tuple[Any, dict]:
         """The initial ``(posterior, state)``.
 
@@ -117,9 +125,10 @@ class PosteriorFamily:
         ----------
         mean : Tensor of shape (D,)
             Initial mean (the initialiser's).
-        precision : Tensor of shape (D,) or None
-            The initialiser's diagonal precision over all ``n_train`` examples
-            (:func:`skbayes._init.initial_precision`); None for ``init='default'``.
+        precision : InitialPrecision or None
+            The initialiser's diagonal precision over all ``n_train`` examples and its
+            data part per example (:func:`skbayes._init.initial_precision`); None for
+            ``init='default'``.
         n_train : int
         forward : NetworkForward
         kl_scale : float

@@ -133,7 +133,7 @@ class BBBFamily(PosteriorFamily):
             # the prior plus one unit of curvature per training example (as SLANG and VOGN)
             var = torch.full_like(mean, 1.0 / (lam + float(n_train)))
         else:
-            var = 1.0 / precision
+            var = 1.0 / precision.total
         post = SoftplusGaussian.from_variance(mean.clone(), var.clone())
         z = torch.zeros_like(mean)
         return post, {"step": 0, "mu_m": z.clone(), "mu_v": z.clone(), "rho_m": z.clone(), "rho_v": z.clone()}

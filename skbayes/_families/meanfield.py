@@ -145,7 +145,7 @@ class MeanFieldFamily(PosteriorFamily):
         if precision is None:
             s0 = torch.ones_like(mean)  # the precision N + lam SLANG and VOGN start from
         else:
-            s0 = (precision - lam).clamp_min(0.0) / n_train
+            s0 = precision.per_example
         post = DiagonalGaussian(mean, n_train * s0 + lam)
         return post, {"s": s0, "s0": s0.clone(), "m": torch.zeros_like(mean)}
 

@@ -103,7 +103,7 @@ class SLANGFamily(PosteriorFamily):
         if precision is None:
             d0 = torch.full_like(mean, float(self.prior_precision) + float(n_train))
         else:
-            d0 = precision
+            d0 = precision.total
         U0 = mean.new_zeros(L, D).T  # (D, L) view of a contiguous (L, D) tensor
         return LowRankGaussian(mean, U0, d0), {"momentum": torch.zeros_like(mean)}
 

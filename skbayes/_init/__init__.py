@@ -12,6 +12,7 @@ which each family maps into its own structure.
 """
 
 import warnings
+from dataclasses import dataclass
 
 import torch
 
@@ -67,6 +68,24 @@ def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size
     return mean, var, noise_variance
 
 
+@dataclass
+class InitialPrecision:
+    """The initialiser's diagonal precision, in the two forms the families start from.
+
+    Attributes
+    ----------
+    total : Tensor of shape (D,)
+        Precision of the initial posterior over all ``n_train`` examples (SLANG, VOGN,
+        BBB start from it).
+    per_example : Tensor of shape (D,)
+        Its data part per training example, ``max(total - prior_precision, 0) / n_train``,
+        computed from the initialiser's variances directly (Vadam/Vprop's ``s``).
+    """
+
+    total: torch.Tensor
+    per_example: torch.Tensor
+
+
 def initial_precision(var, prior_precision, n_train, kind, batch_size):
     """Diagonal precision of the initial posterior over all ``n_train`` examples.
 
@@ -76,12 +95,13 @@ def initial_precision(var, prior_precision, n_train, kind, batch_size):
     in its own parameterisation. i-BLM: its factorised precisions come from
     regressions on ``B = min(batch_size, n_train)`` rows, so their data part is
     rescaled to ``N`` rows: ``lam + max(1 / var - lam, 0) N / B``. Any other
-    initialiser: ``1 / var``.
+    initialiser: ``1 / var``. Returns an :class:`InitialPrecision` (or None).
     """
     lam = float(prior_precision)
     if var is None:
         return None
+    data = (1.0 / var - lam).clamp_min(0.0)
     if kind in ("iblm", "iblm_random"):
         B = min(int(batch_size), n_train)
-        return lam + (1.0 / var - lam).clamp_min(0.0) * (n_train / B)
-    return 1.0 / var
+        return InitialPrecision(total=lam + data * (n_train / B), per_example=data / B)
+    return InitialPrecision(total=1.0 / var, per_example=data / n_train)
