@@ -19,7 +19,7 @@ The network has more weights than there are training images, so the exact
 ELBO (``kl_weight=1``) pulls most weights back to the prior and the posterior
 underfits (about 6% validation error instead of about 2%); the example
 tempers the posterior (``kl_weight=0.1``) and uses the prior variance the
-noisy EK-FAC paper uses for conv nets (``prior_variance=0.1``).
+noisy EK-FAC paper uses for conv nets (``prior_precision=10``, a prior variance of 0.1).
 
 Run::
 
@@ -148,7 +148,7 @@ def main(argv=None):
         learning_rate=0.005,
         damping=0.1,
         kl_weight=0.1,  # tempered posterior: the exact ELBO (1.0) underfits this over-parameterised net
-        prior_variance=0.1,
+        prior_precision=10.0,
         max_iter=args.epochs,
         n_iter_no_change=args.epochs,  # run every epoch: one-sample ELBO estimates are noisy
         batch_size=args.batch_size,

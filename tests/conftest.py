@@ -2,7 +2,9 @@ import warnings
 
 import pytest
 import torch
+from sklearn.datasets import load_diabetes, load_iris
 from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
 
 # The test problems are tiny: one thread avoids OpenMP spin-wait overheads
 # that dominate small kernels (and oversubscription when the machine is busy).
@@ -38,3 +40,16 @@ def step_context(est, generator, n_train, mc_samples=None, dense=True):
         mc_samples=int(est.mc_samples if mc_samples is None else mc_samples),
     )
     return est._make_family(), ctx
+
+
+def reg_data(n=120, scale=False):
+    """The first ``n`` rows of scikit-learn's diabetes data (10 features), optionally standardised."""
+    X, y = load_diabetes(return_X_y=True)
+    X, y = X[:n], y[:n]
+    return (StandardScaler().fit_transform(X) if scale else X), y
+
+
+def clf_data(scale=False):
+    """Scikit-learn's iris data (150 x 4, 3 classes), optionally standardised."""
+    X, y = load_iris(return_X_y=True)
+    return (StandardScaler().fit_transform(X) if scale else X), y

@@ -1,16 +1,12 @@
 """Bayes by Backprop and MC dropout: the math against references, the sklearn contract, real data."""
 
 import math
-import pickle
-import warnings
 
 import numpy as np
 import pytest
 import torch
-from conftest import step_context
-from sklearn.base import clone
-from sklearn.datasets import load_breast_cancer, load_diabetes, load_iris, make_classification
-from sklearn.exceptions import ConvergenceWarning
+from conftest import clf_data, reg_data, step_context
+from sklearn.datasets import load_breast_cancer, load_diabetes, make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -28,21 +24,7 @@ CLASSIFIERS = [BBBClassifier, MCDropoutClassifier]
 FAST = dict(hidden_layer_sizes=(8,), max_iter=30, batch_size=32, predict_samples=20, random_state=0)
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
-
-
-def _reg_data(n=120):
-    X, y = load_diabetes(return_X_y=True)
-    return StandardScaler().fit_transform(X[:n]), y[:n]
-
-
-def _clf_data():
-    X, y = load_iris(return_X_y=True)
-    return StandardScaler().fit_transform(X), y
+pytestmark = pytest.mark.usefixtures("quiet")  # short fits on purpose: no ConvergenceWarning noise
 
 
 # --- Bayes by Backprop: the estimator of the gradient ------------------------------------------
@@ -173,7 +155,7 @@ def test_local_reparameterisation_has_the_expected_gradient_of_weight_sampling()
 
 
 def test_bbb_initial_variances_and_step_bookkeeping():
-    X, y = _reg_data(100)
+    X, y = reg_data(100, scale=True)
     est = BBBRegressor(
         hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default", random_state=0
     )
@@ -196,7 +178,7 @@ def test_bbb_initial_variances_and_step_bookkeeping():
 
 
 def _dropout_net(**kw):
-    X, y = _reg_data(60)
+    X, y = reg_data(60, scale=True)
     return MCDropoutRegressor(hidden_layer_sizes=(5, 4), max_iter=2, random_state=0, **kw).fit(X, y), X
 
 
@@ -259,7 +241,7 @@ def test_weight_masks_are_dropout_on_the_hidden_units():
     assert not torch.allclose(f[0], f[1])  # different masks, different networks
 
 
-@pytest.mark.parametrize("Est,data", [(MCDropoutRegressor, _reg_data), (MCDropoutClassifier, _clf_data)])
+@pytest.mark.parametrize("Est,data", [(MCDropoutRegressor, reg_data), (MCDropoutClassifier, clf_data)])
 def test_mc_dropout_predictions_deterministic_and_row_independent(Est, data):
     X, y = data()
     est = Est(dropout=0.3, **FAST).fit(X, y)
@@ -341,7 +323,7 @@ def test_custom_modules_bbb_fallback_and_dropout_layers_refused():
 
 
 def test_bad_parameters_give_clear_errors():
-    X, y = _reg_data()
+    X, y = reg_data(scale=True)
     for Est, kw, msg in [
         (BBBRegressor, dict(kl_weight=0), "kl_weight"),
         (BBBRegressor, dict(local_reparam="yes"), "local_reparam"),
@@ -354,49 +336,6 @@ def test_bad_parameters_give_clear_errors():
     ]:
         with pytest.raises(ValueError, match=msg):
             Est(max_iter=1, **kw).fit(X, y)
-
-
-@pytest.mark.parametrize("Reg,Clf", list(zip(REGRESSORS, CLASSIFIERS)))
-def test_pipeline_clone_pickle_and_partial_fit(Reg, Clf, tmp_path):
-    import joblib
-
-    X, y = load_diabetes(return_X_y=True)
-    scores = cross_val_score(make_pipeline(StandardScaler(), Reg(**FAST)), X[:200], y[:200], cv=3)
-    assert scores.mean() > 0.2
-    Xc, yc = _clf_data()
-    assert cross_val_score(make_pipeline(StandardScaler(), Clf(**FAST)), Xc, yc, cv=3).mean() > 0.8
-    for Est, (Xd, yd) in ((Reg, _reg_data()), (Clf, _clf_data())):
-        est = Est(prior_precision=2.0, **FAST).fit(Xd, yd)
-        c = clone(est)
-        assert c.get_params() == est.get_params() and not hasattr(c, "posterior_")
-        out = (
-            (lambda e, X=Xd: e.predict_proba(X))
-            if Est is Clf
-            else (lambda e, X=Xd: np.asarray(e.predict(X, return_std=True)))
-        )
-        ref = out(est)
-        joblib.dump(est, tmp_path / "m.joblib")
-        for e in (pickle.loads(pickle.dumps(est)), joblib.load(tmp_path / "m.joblib")):
-            np.testing.assert_array_equal(out(e), ref)
-        e.partial_fit(Xd, yd)  # a loaded model keeps training
-        assert e.n_iter_ == est.n_iter_ + 1
-    # partial_fit continues from the posterior, and the loss falls
-    X, y = _reg_data()
-    est = Reg(**FAST)
-    est.partial_fit(X, y)
-    mean1, t1 = est.posterior_.mean, est.t_
-    est.partial_fit(X, y)
-    assert est.n_iter_ == 2 and est.t_ == 2 * t1 and not np.allclose(est.posterior_.mean, mean1)
-    np.testing.assert_allclose(Reg(**FAST).partial_fit(X, y).posterior_.mean, mean1)
-    for _ in range(10):
-        est.partial_fit(X, y)
-    assert np.mean(est.loss_curve_[-3:]) < np.mean(est.loss_curve_[:2])
-    clf = Clf(**FAST)
-    Xc, yc = _clf_data()
-    with pytest.raises(ValueError, match="classes"):
-        clf.partial_fit(Xc, yc)
-    clf.partial_fit(Xc[yc < 2], yc[yc < 2], classes=[0, 1, 2])
-    assert clf.predict_proba(Xc).shape == (150, 3)
 
 
 @pytest.mark.parametrize("Clf", CLASSIFIERS)
@@ -422,26 +361,11 @@ def test_grid_search_parallel():
         cv=2,
         n_jobs=2,
     ).fit(X[:150], y[:150])
-    assert np.isfinite(gs.predict(X[:5])).all()
-    Xc, yc = _clf_data()
+    assert gs.best_score_ == max(gs.cv_results_["mean_test_score"]) and gs.best_score_ > 0.1
+    np.testing.assert_array_equal(gs.predict(X[:5]), gs.best_estimator_.predict(X[:5]))
+    Xc, yc = clf_data(scale=True)
     gs = GridSearchCV(MCDropoutClassifier(**FAST), {"dropout": [0.05, 0.3]}, cv=2, n_jobs=2).fit(Xc, yc)
     assert gs.best_params_["dropout"] in (0.05, 0.3) and gs.best_score_ > 0.8
-
-
-@pytest.mark.parametrize("Reg", REGRESSORS)
-def test_divergence_is_reported_and_predictions_stay_finite(Reg):
-    X, y = load_diabetes(return_X_y=True)
-    est = Reg(hidden_layer_sizes=(8,), dtype="float32", max_iter=5, init="default", random_state=0)
-    with pytest.warns(ConvergenceWarning, match="diverged.*learning_rate.*standardise"):
-        est.fit(X * 1e30, y)
-    assert est.n_iter_ == 0 and est.loss_curve_ == []
-    assert np.all(np.isfinite(est.predict(X)))
-    # a learning rate far too large: Adam keeps steps bounded, so a diverged run must either be
-    # reported or end with finite predictions
-    with warnings.catch_warnings(record=True):
-        warnings.simplefilter("always")
-        est = Reg(hidden_layer_sizes=(8,), learning_rate=1e4, max_iter=5, random_state=0).fit(X, y)
-    assert np.all(np.isfinite(est.predict(X)))
 
 
 # --- behaviour on real data ---------------------------------------------------------------------

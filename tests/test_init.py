@@ -1,14 +1,12 @@
 """i-BLM and the competing initialisations (Rossi, Michiardi and Filippone, ICML 2019)."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 import torch
 from scipy.stats import multivariate_normal
 from sklearn.datasets import load_diabetes
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
@@ -19,11 +17,7 @@ from skbayes.metrics import mixture_log_likelihood
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
+pytestmark = pytest.mark.usefixtures("quiet")  # short fits on purpose: no ConvergenceWarning noise
 
 
 @pytest.mark.parametrize("B,n", [(40, 6), (6, 40)])  # primal and push-through (dual) routes

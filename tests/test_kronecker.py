@@ -6,7 +6,6 @@ import warnings
 import numpy as np
 import pytest
 import torch
-from sklearn.exceptions import ConvergenceWarning
 from torch import nn
 
 import skbayes._families.kronecker as kfac_mod
@@ -19,11 +18,7 @@ from skbayes.exceptions import UnsupportedLayerError
 DT = torch.float64
 
 
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
+pytestmark = pytest.mark.usefixtures("quiet")  # short fits on purpose: no ConvergenceWarning noise
 
 
 def _data(n=60, d=3, k=3, seed=0):

@@ -1,22 +1,15 @@
 """The regressor's noise model, early stopping and learning-rate decay."""
 
 import math
-import warnings
 
 import numpy as np
 import pytest
 from scipy import integrate, stats
-from sklearn.exceptions import ConvergenceWarning
 
 from skbayes import SLANGClassifier, SLANGRegressor
 from skbayes._likelihoods import GaussianNoise
 
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
+pytestmark = pytest.mark.usefixtures("quiet")  # short fits on purpose: no ConvergenceWarning noise
 
 
 def test_gamma_kl_matches_numerical_integral():

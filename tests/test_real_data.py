@@ -1,11 +1,8 @@
 """Statistical claims on real data (scikit-learn's bundled datasets), fixed seeds."""
 
-import warnings
-
 import numpy as np
 import pytest
 from sklearn.datasets import load_breast_cancer, load_diabetes
-from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import BayesianRidge, LogisticRegression
 from sklearn.model_selection import StratifiedKFold, cross_val_predict, train_test_split
 from sklearn.pipeline import make_pipeline
@@ -14,12 +11,7 @@ from sklearn.preprocessing import StandardScaler
 from skbayes import NoisyEKFACClassifier, NoisyKFACClassifier, SLANGClassifier, SLANGRegressor
 from skbayes.metrics import expected_calibration_error, gaussian_log_likelihood, interval_coverage
 
-
-@pytest.fixture(autouse=True)
-def _quiet():
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        yield
+pytestmark = pytest.mark.usefixtures("quiet")  # short fits on purpose: no ConvergenceWarning noise
 
 
 def test_metrics_against_hand_computations():
