@@ -25,6 +25,7 @@ from ._families.base import PosteriorFamily, kl_annealing_scale
 from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
+from ._prior import WeightPrior
 from ._validation import (
     BOOLEAN,
     CALLABLE,
@@ -180,7 +181,14 @@ class BayesianNetwork(BaseEstimator):
         self._forward = NetworkForward(net, ParamLayout(net), X.shape[1])
         gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         Xt, yt = self._tensor(X), self._target_tensor(y_enc)
-        lam = float(family.prior_precision)
+        self._prior = WeightPrior(
+            family.prior_groups(self._forward),
+            self._forward.layout.size,
+            family.prior_precision,
+            dtype=self._dtype,
+            device=self._device,
+        )
+        lam = self._prior.values[0] if self._prior.values else 1.0  # the starting precision of every group
         with torch.no_grad():
             mean, var, noise_variance = initial_moments(
                 self.init,
@@ -196,7 +204,12 @@ class BayesianNetwork(BaseEstimator):
             precision = initial_precision(var, lam, X.shape[0], self.init, self.iblm_batch_size)
             self._forward.layout.load_into(net, mean)
             self.posterior_, self._state = family.init_posterior(
-                mean, precision, X.shape[0], self._forward, kl_annealing_scale(self.kl_annealing, 0)
+                mean,
+                precision,
+                X.shape[0],
+                self._forward,
+                kl_annealing_scale(self.kl_annealing, 0),
+                self._prior.value(),
             )
         if noise_variance is not None:
             self._likelihood.start_from(noise_variance, min(int(self.iblm_batch_size), X.shape[0]))
@@ -229,6 +242,7 @@ class BayesianNetwork(BaseEstimator):
             self, family, self._tensor(X), self._target_tensor(y_enc), n_epochs, incremental, validation
         )
         self.diverged_ = outcome.diverged
+        self.prior_precision_ = self._prior.as_dict()
         self._forward.layout.load_into(self.module_, self.posterior_.mean_t)
         self._finalize()
         return self

@@ -122,6 +122,7 @@ def snapshot(est):
         "state": copy.deepcopy(est._state),
         "t": est.t_,
         "likelihood": copy.deepcopy(est._likelihood.get_state()),
+        "prior": est._prior.get_state(),
     }
 
 
@@ -130,6 +131,7 @@ def restore(est, snap):
     est._state = copy.deepcopy(snap["state"])
     est.t_ = snap["t"]
     est._likelihood.set_state(copy.deepcopy(snap["likelihood"]))
+    est._prior.set_state(snap["prior"])
 
 
 def run_epoch(est, family, X, y, batch_size, gen):
@@ -138,6 +140,7 @@ def run_epoch(est, family, X, y, batch_size, gen):
     N = X.shape[0]
     perm = torch.randperm(N, generator=gen, device=X.device)
     total, n_steps = 0.0, 0
+    prior_precision = est._prior.value()
     for start in range(0, N, batch_size):
         idx = perm[start : start + batch_size]
         Xb, yb = X[idx], y[idx]
@@ -149,6 +152,7 @@ def run_epoch(est, family, X, y, batch_size, gen):
             t=est.t_,
             kl_scale=kl_annealing_scale(est.kl_annealing, est.t_),
             mc_samples=int(est.mc_samples),
+            prior_precision=prior_precision,
         )
         try:
             with torch.no_grad():
@@ -165,10 +169,17 @@ def run_epoch(est, family, X, y, batch_size, gen):
     return total, n_steps
 
 
+def update_prior(est):
+    """Empirical-Bayes (M-step) update of a learned weight prior from the current posterior."""
+    if est._prior.learn:
+        with torch.no_grad():
+            est._prior.update(est.posterior_.mean_t, est.posterior_.variance_t())
+
+
 def objective(est, family, data_term, n_steps, N):
     """Per-example negative ELBO of an epoch: mean data term plus the KL terms at its end."""
     with torch.no_grad():
-        kl = family.kl(est.posterior_, est._state, kl_annealing_scale(est.kl_annealing, est.t_))
+        kl = family.kl(est.posterior_, est._state, kl_annealing_scale(est.kl_annealing, est.t_), est._prior.value())
         kl += est._likelihood.kl()
     return (data_term / n_steps + kl) / N
 
@@ -215,6 +226,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None):
             )
             break
         loss = objective(est, family, data_term, n_steps, N)
+        update_prior(est)
         est.loss_curve_.append(loss)
         est.n_iter_ += 1
         if bar is not None:

@@ -19,12 +19,18 @@ and the loop then feeds ``result.outputs`` to the likelihood's update with
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
 import torch
 
 from .._networks import NetworkForward
+from .._prior import tensor_groups
+from .._validation import Interval, Options
+
+#: Constraint of a weight prior that can be learned: 'auto' or a positive precision.
+LEARNABLE_PRIOR = [Options(("auto",)), Interval(numbers.Real, 0, None, closed="neither")]
 
 if TYPE_CHECKING:
     from .._init import InitialPrecision
@@ -50,6 +56,9 @@ class StepContext:
         KL annealing factor at step ``t`` (1 without annealing).
     mc_samples : int
         Weight samples ``S`` per step.
+    prior_precision : float or Tensor of shape (D,)
+        The weight prior's current precision: a number for a fixed prior, a
+        per-parameter vector when it is learned (``prior_precision='auto'``).
     """
 
     forward: NetworkForward
@@ -59,6 +68,7 @@ class StepContext:
     t: int
     kl_scale: float
     mc_samples: int
+    prior_precision: float | torch.Tensor = 1.0
 
 
 @dataclass
@@ -118,6 +128,7 @@ class PosteriorFamily:
         n_train: int,
         forward: NetworkForward,
         kl_scale: float,
+        prior_precision: float | torch.Tensor,
     ) -> tuple[Any, dict]:
         """The initial ``(posterior, state)``.
 
@@ -133,6 +144,8 @@ class PosteriorFamily:
         forward : NetworkForward
         kl_scale : float
             KL annealing factor at step 0.
+        prior_precision : float or Tensor of shape (D,)
+            The weight prior's starting precision (see :class:`StepContext`).
         """
         raise NotImplementedError
 
@@ -140,9 +153,14 @@ class PosteriorFamily:
         """One training step on a minibatch; updates ``posterior`` and ``state`` in place."""
         raise NotImplementedError
 
-    def kl(self, posterior: Any, state: dict, kl_scale: float) -> float:
-        """The prior term of the reported objective (``loss_curve_``)."""
-        return self.kl_factor(kl_scale) * posterior.kl_to_prior(self.prior_precision)
+    def kl(self, posterior: Any, state: dict, kl_scale: float, prior_precision: float | torch.Tensor) -> float:
+        """The prior term of the reported objective (``loss_curve_``) under the current prior."""
+        return self.kl_factor(kl_scale) * posterior.kl_to_prior(prior_precision)
+
+    def prior_groups(self, forward: NetworkForward) -> list[tuple[str, torch.Tensor]]:
+        """``(name, flat indices)`` of each group sharing one learned prior precision:
+        every parameter tensor (each layer's weight and bias separately)."""
+        return tensor_groups(forward.layout)
 
     # --- shared helpers ---------------------------------------------------------------
     def kl_factor(self, kl_scale: float) -> float:
@@ -154,6 +172,22 @@ class PosteriorFamily:
         """``name=value`` of the step sizes, for warnings."""
         names = ("learning_rate",) + tuple(self.step_size_names)
         return ", ".join(f"{n}={getattr(self, n)}" for n in names)
+
+
+def scaled_prior(prior_precision, kl_scale: float):
+    """``prior_precision * kl_scale``: a float for a fixed prior (computed as before the
+    prior could be learned, so fixed-prior fits are bitwise unchanged), else a tensor."""
+    if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
+        return prior_precision * kl_scale
+    return float(prior_precision) * kl_scale
+
+
+def start_precision(mean, prior_precision, n_train: int) -> torch.Tensor:
+    """``prior_precision + n_train`` as a (D,) tensor: the prior plus one unit of curvature
+    per training example, where families start without initialiser variances."""
+    if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
+        return prior_precision + float(n_train)
+    return torch.full_like(mean, float(prior_precision) + float(n_train))
 
 
 def kl_annealing_scale(kl_annealing, t: int) -> float:

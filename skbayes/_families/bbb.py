@@ -11,7 +11,7 @@ from .._docs import E
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
 from ..posteriors.softplus import diag_gaussian_kl
-from .base import PosteriorFamily, StepResult, adam_update
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, adam_update, start_precision
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior
 #: (the value of the Kronecker-factored estimators).
@@ -84,7 +84,7 @@ class BBBFamily(PosteriorFamily):
     reparameterised negative ELBO."""
 
     parameter_constraints = {
-        "prior_precision": [Interval(numbers.Real, 0, None, closed="neither")],
+        "prior_precision": LEARNABLE_PRIOR,
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
         "local_reparam": [BOOLEAN],
@@ -127,11 +127,13 @@ class BBBFamily(PosteriorFamily):
         ),
     }
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale):
-        lam = float(self.prior_precision)
+    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         if precision is None:
             # the prior plus one unit of curvature per training example (as SLANG and VOGN)
-            var = torch.full_like(mean, 1.0 / (lam + float(n_train)))
+            if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
+                var = 1.0 / start_precision(mean, prior_precision, n_train)
+            else:
+                var = torch.full_like(mean, 1.0 / (float(prior_precision) + float(n_train)))
         else:
             var = 1.0 / precision.total
         post = SoftplusGaussian.from_variance(mean.clone(), var.clone())
@@ -156,7 +158,7 @@ class BBBFamily(PosteriorFamily):
         S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
         f = self.sampled_outputs(ctx.forward, mean, rho, Xb, S, ctx.generator)
         data = (N / (M * S)) * ctx.likelihood.nll(f, yb).sum()
-        kl = diag_gaussian_kl(mean, F.softplus(rho), self.prior_precision)
+        kl = diag_gaussian_kl(mean, F.softplus(rho), ctx.prior_precision)
         return data + self.kl_factor(ctx.kl_scale) * kl, data, f
 
     def step(self, post, state, Xb, yb, ctx):

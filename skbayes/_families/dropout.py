@@ -124,18 +124,18 @@ class DropoutFamily(PosteriorFamily):
             groups.append((name, pos[key], m.out_features, m.in_features, rate))
         return groups
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale):
+    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         # The initialiser's variances are not used: the spread of MC dropout is set by
         # the rates and the weights.
         post = DropoutPosterior(mean.clone(), self.dropout_groups(forward))
         z = torch.zeros_like(mean)
         return post, {"step": 0, "w_m": z.clone(), "w_v": z.clone()}
 
-    def kl(self, post, state, kl_scale):
+    def kl(self, post, state, kl_scale, prior_precision):
         # The weight-decay term lambda/2 ||theta||^2 (the negative log prior up to a
         # constant) in place of a KL: ``loss_curve_`` is the regularised training loss.
         w = post.mean_t
-        return 0.5 * (float(self.prior_precision) * kl_scale) * float((w * w).sum())
+        return 0.5 * (float(prior_precision) * kl_scale) * float((w * w).sum())
 
     def train_outputs(self, post, theta, Xb, ctx):
         """Outputs ``(S, M, out)`` with fresh dropout masks per example and per sample.
@@ -160,7 +160,7 @@ class DropoutFamily(PosteriorFamily):
         """One step of Adam on ``(N/M) sum_i nll_i(masked net) + lambda/2 ||theta||^2``, per example."""
         S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
         scale = N / (M * S)
-        lam = float(self.prior_precision) * ctx.kl_scale
+        lam = float(ctx.prior_precision) * ctx.kl_scale
         with torch.enable_grad():
             theta = post.mean_t.detach().requires_grad_(True)
             f = self.train_outputs(post, theta, Xb, ctx)

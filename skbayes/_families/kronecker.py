@@ -12,7 +12,7 @@ from .._linalg import sym_eig
 from .._networks import kron_layers
 from .._validation import NONE, Interval, Options
 from ..posteriors import KroneckerGaussian
-from .base import PosteriorFamily, StepResult
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
 NOISE_STEP = 0.05
@@ -30,7 +30,7 @@ class KFACFamily(PosteriorFamily):
         "learning_rate": _POSITIVE,
         "factor_decay": _RATE,
         "kl_weight": _POSITIVE,
-        "prior_precision": _POSITIVE,
+        "prior_precision": LEARNABLE_PRIOR,
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
         "stats_interval": _INTERVAL,
@@ -177,12 +177,18 @@ class KFACFamily(PosteriorFamily):
     }
 
     # --- state ----------------------------------------------------------------
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale):
+    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         # The initialiser's variances are not used: the Kronecker factors, computed on the
         # first minibatch, define the covariance.
         layers = kron_layers(forward.module, forward.layout)
         blocks = []
-        state = {"layers": [], "momentum": torch.zeros_like(mean), "ready": False, "n_train": int(n_train)}
+        state = {
+            "layers": [],
+            "momentum": torch.zeros_like(mean),
+            "ready": False,
+            "n_train": int(n_train),
+            "layer_prior": self._layer_priors(prior_precision, layers),
+        }
         for l in layers:
             eye_n = torch.eye(l.n, dtype=mean.dtype, device=mean.device)
             eye_p = torch.eye(l.p, dtype=mean.dtype, device=mean.device)
@@ -203,9 +209,21 @@ class KFACFamily(PosteriorFamily):
         self._refresh_posterior(post, state, kl_scale)
         return post, state
 
-    def _gamma_in(self, state, kl_scale):
-        """Intrinsic damping ``kl_weight / (N eta)`` with ``eta = 1 / prior_precision``."""
-        eta = 1.0 / float(self.prior_precision)
+    def prior_groups(self, forward):
+        """One prior group per layer (weight and bias together): the precision ``lam_l``
+        enters the layer's Kronecker-factored precision as the damping ``lam_l / N``."""
+        return [(l.name, l.vec_index()) for l in kron_layers(forward.module, forward.layout)]
+
+    @staticmethod
+    def _layer_priors(prior_precision, layers):
+        """Each layer's prior precision (a float per layer)."""
+        if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
+            return [float(prior_precision[l.w_off]) for l in layers]
+        return [float(prior_precision)] * len(layers)
+
+    def _gamma_in(self, state, kl_scale, lam):
+        """Intrinsic damping ``kl_weight / (N eta)`` of a layer with ``eta = 1 / lam``."""
+        eta = 1.0 / float(lam)
         return self.kl_factor(kl_scale) / (state["n_train"] * eta)
 
     def _denominators(self, st, gamma):
@@ -218,8 +236,10 @@ class KFACFamily(PosteriorFamily):
     def _refresh_posterior(self, post, state, kl_scale):
         """Covariance scales ``s = (lambda/N) / denominators(gamma_in)`` from the factors."""
         c = self.kl_factor(kl_scale) / state["n_train"]
-        g_in = self._gamma_in(state, kl_scale)
-        post.blocks = [(st["QA"], st["QS"], c / self._denominators(st, g_in)) for st in state["layers"]]
+        post.blocks = [
+            (st["QA"], st["QS"], c / self._denominators(st, self._gamma_in(state, kl_scale, lam)))
+            for st, lam in zip(state["layers"], state["layer_prior"])
+        ]
 
     @staticmethod
     def _refresh_basis(st):
@@ -254,6 +274,7 @@ class KFACFamily(PosteriorFamily):
         layers = post.layers
         S, M, N, gen = ctx.mc_samples, Xb.shape[0], ctx.n_train, ctx.generator
         net, layout = ctx.forward.module, ctx.forward.layout
+        state["layer_prior"] = self._layer_priors(ctx.prior_precision, layers)
         if not state["ready"]:
             # Initialise the factors from the first minibatch at the mean (beta = 1).
             rows, _, _ = kron_batch(net, layout, layers, post.mean_t[None], Xb, yb, ctx.likelihood, self.fisher, gen)
@@ -267,13 +288,13 @@ class KFACFamily(PosteriorFamily):
         k = ctx.t + 1
         theta = post.sample_t(S, generator=gen)
         rows, nll, f = kron_batch(net, layout, layers, theta, Xb, yb, ctx.likelihood, self.fisher, gen)
-        g_in = self._gamma_in(state, ctx.kl_scale)
-        gamma = g_in + float(self.damping)
         alpha = float(self.learning_rate)
         step = torch.zeros_like(post.mean_t)
         vFv = 0.0
         W_mean = theta.mean(0)
-        for l, st, (A, Dt, Df) in zip(layers, state["layers"], rows):
+        for l, st, lam, (A, Dt, Df) in zip(layers, state["layers"], state["layer_prior"], rows):
+            g_in = self._gamma_in(state, ctx.kl_scale, lam)
+            gamma = g_in + float(self.damping)
             self._update_layer(st, A, Df, k)
             # V = grad_W log p - gamma_in W (at the sampled weights), preconditioned in the eigenbasis
             V = -layer_grad(A, Dt) - g_in * l.flat_to_mat(W_mean)

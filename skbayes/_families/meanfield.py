@@ -8,7 +8,7 @@ import torch
 from .._docs import E
 from .._validation import Interval, Options
 from ..posteriors import DiagonalGaussian
-from .base import PosteriorFamily, StepResult
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior
 
 METHODS = ("vadam", "vprop")
 
@@ -47,7 +47,7 @@ class MeanFieldFamily(PosteriorFamily):
 
     parameter_constraints = {
         "method": [Options(METHODS)],
-        "prior_precision": [Interval(numbers.Real, 0, None, closed="neither")],
+        "prior_precision": LEARNABLE_PRIOR,
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), Options(("auto",))],
         "beta1": [Interval(numbers.Real, 0, 1, closed="left")],
         "beta2": [Interval(numbers.Real, 0, 1, closed="left")],
@@ -140,8 +140,8 @@ class MeanFieldFamily(PosteriorFamily):
             f"learning_rate={self.learning_rate}{auto}, method={self.method!r}, beta1={self.beta1}, beta2={self.beta2}"
         )
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale):
-        lam = float(self.prior_precision)
+    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+        lam = scaled_prior(prior_precision, 1.0)
         if precision is None:
             s0 = torch.ones_like(mean)  # the precision N + lam SLANG and VOGN start from
         else:
@@ -154,7 +154,7 @@ class MeanFieldFamily(PosteriorFamily):
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t + 1, ctx.n_train
         alpha = self.resolved_learning_rate()
         b1, b2 = float(self.beta1), float(self.beta2)
-        lam = float(self.prior_precision) * ctx.kl_scale
+        lam = scaled_prior(ctx.prior_precision, ctx.kl_scale)
         lam_n = lam / N
         theta = post.sample_t(S, generator=ctx.generator)  # mu + eps / sqrt(N s + lam)
         G, nll, f = minibatch_gradients(ctx.forward, theta, Xb, yb, ctx.likelihood)

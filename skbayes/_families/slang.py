@@ -10,7 +10,7 @@ from .._docs import E
 from .._validation import NONE, Interval
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
-from .base import PosteriorFamily, StepResult
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, start_precision
 
 
 class SLANGFamily(PosteriorFamily):
@@ -19,7 +19,7 @@ class SLANGFamily(PosteriorFamily):
 
     parameter_constraints = {
         "rank": [Interval(numbers.Integral, 0, None, closed="left")],
-        "prior_precision": [Interval(numbers.Real, 0, None, closed="neither")],
+        "prior_precision": LEARNABLE_PRIOR,
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
         "beta": [Interval(numbers.Real, 0, 1, closed="right")],
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
@@ -97,11 +97,11 @@ class SLANGFamily(PosteriorFamily):
         ),
     }
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale):
+    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         D = mean.shape[0]
         L = min(int(self.rank), D)
         if precision is None:
-            d0 = torch.full_like(mean, float(self.prior_precision) + float(n_train))
+            d0 = start_precision(mean, prior_precision, n_train)
         else:
             d0 = precision.total
         U0 = mean.new_zeros(L, D).T  # (D, L) view of a contiguous (L, D) tensor
@@ -113,7 +113,7 @@ class SLANGFamily(PosteriorFamily):
         decay = 1.0 + (t ** float(self.lr_decay) if self.lr_decay else 0.0)
         alpha = float(self.learning_rate) / decay
         beta = float(self.beta) / decay
-        lam = float(self.prior_precision) * ctx.kl_scale
+        lam = scaled_prior(ctx.prior_precision, ctx.kl_scale)
         theta = post.sample_t(S, generator=ctx.generator)
         curv, nll, f = per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood)
         scale = N / (M * S)
@@ -127,6 +127,10 @@ class SLANGFamily(PosteriorFamily):
         mom = state["momentum"]
         mom.mul_(gamma).add_(curv.grad_sum(), alpha=(1.0 - gamma) * scale)
         post.set_factors(U, d, scaled_gram=cache.pop("scaled_gram", None))
-        rhs = torch.add(mom, post.mean_t, alpha=lam * (1.0 - gamma ** (t + 1)))  # (1 - gamma^(t+1)) (m_hat + lam mu)
+        c = 1.0 - gamma ** (t + 1)
+        if isinstance(lam, float):
+            rhs = torch.add(mom, post.mean_t, alpha=lam * c)  # (1 - gamma^(t+1)) (m_hat + lam mu)
+        else:
+            rhs = mom + (lam * c) * post.mean_t
         post.mean_t = torch.sub(post.mean_t, post.solve_t(rhs), alpha=alpha / (1.0 - gamma ** (t + 1)))
         return StepResult(float(scale * nll.sum()), f, beta)

@@ -10,6 +10,23 @@ from sklearn.utils import check_random_state
 MAX_DENSE_SIZE = 5000
 
 
+def is_scalar_precision(prior_precision) -> bool:
+    """True for a number, False for a per-parameter precision tensor."""
+    return not (isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0)
+
+
+def vector_prior_kl(prior_precision, mean, variance, logdet_precision):
+    """``KL(q || N(0, diag(lam)^{-1}))`` of a Gaussian ``q`` with marginal ``variance`` and
+    precision log-determinant ``logdet_precision``, for a per-parameter ``lam`` (D,)::
+
+        0.5 (sum_i lam_i (var_i + mu_i^2) - D - sum_i log lam_i + log det P)
+    """
+    lam = prior_precision
+    D = mean.shape[0]
+    quad = (lam * (variance + mean * mean)).sum()
+    return float(0.5 * (quad - D - torch.log(lam).sum() + logdet_precision))
+
+
 class PosteriorMixin:
     """Shared user-facing API; families implement the ``*_t`` tensor methods."""
 

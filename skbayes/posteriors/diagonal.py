@@ -8,7 +8,7 @@ import math
 
 import torch
 
-from ._common import PosteriorMixin
+from ._common import PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
 class DiagonalGaussian(PosteriorMixin):
@@ -56,6 +56,8 @@ class DiagonalGaussian(PosteriorMixin):
 
     def kl_to_prior(self, prior_precision):
         """``KL(q || N(0, prior_precision^{-1} I))``."""
+        if not is_scalar_precision(prior_precision):
+            return vector_prior_kl(prior_precision, self.mean_t, 1.0 / self.d_t, torch.log(self.d_t).sum())
         lam = float(prior_precision)
         D = self.mean_t.shape[0]
         tr = (1.0 / self.d_t).sum()

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from ._common import MAX_DENSE_SIZE, PosteriorMixin
+from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
 class KroneckerGaussian(PosteriorMixin):
@@ -128,6 +128,8 @@ class KroneckerGaussian(PosteriorMixin):
         -------
         kl : float
         """
+        if not is_scalar_precision(prior_precision):
+            return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), -self.logdet_covariance_t())
         eta = 1.0 / float(prior_precision)
         D = self.mean_t.shape[0]
         tr = self.variance_t().sum()

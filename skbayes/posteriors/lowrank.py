@@ -9,7 +9,7 @@ import math
 import torch
 
 from .. import _linalg as linalg
-from ._common import PosteriorMixin
+from ._common import PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
 class LowRankGaussian(PosteriorMixin):
@@ -107,6 +107,8 @@ class LowRankGaussian(PosteriorMixin):
 
     def kl_to_prior(self, prior_precision):
         """``KL(q || N(0, prior_precision^{-1} I))``."""
+        if not is_scalar_precision(prior_precision):
+            return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), self.logdet_precision_t())
         lam = float(prior_precision)
         D = self.mean_t.shape[0]
         tr = self.variance_t().sum()
@@ -142,7 +144,7 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
     ----------
     U : Tensor (D, L_old)
     d : Tensor (D,)
-    curv : curvature batch (see :mod:`skbayes.curvature`)
+    curv : curvature batch (see :mod:`skbayes._curvature`)
     scale : float
         ``N / (M S)``: ``scale * G^T G`` is the empirical Fisher estimate.
     beta : float

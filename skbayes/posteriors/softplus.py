@@ -6,7 +6,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from ._common import PosteriorMixin
+from ._common import PosteriorMixin, is_scalar_precision
 
 
 def inverse_softplus(s):
@@ -16,8 +16,11 @@ def inverse_softplus(s):
 
 def diag_gaussian_kl(mean, sigma, prior_precision):
     """``KL(N(mean, diag(sigma^2)) || N(0, prior_precision^{-1} I))`` as a tensor (differentiable)."""
-    lam = float(prior_precision)
     var = sigma * sigma
+    if not is_scalar_precision(prior_precision):
+        lam = prior_precision
+        return 0.5 * (lam * (var + mean * mean) - 1.0 - torch.log(lam) - 2.0 * torch.log(sigma)).sum()
+    lam = float(prior_precision)
     return 0.5 * (lam * (var + mean * mean) - 1.0 - math.log(lam) - 2.0 * torch.log(sigma)).sum()
 
 
