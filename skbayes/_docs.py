@@ -120,10 +120,18 @@ PARAMS: dict[str, Entry] = {
         "'auto' or float",
         """
         Precision of the Gaussian observation noise, in the units of ``y``
-        (1 / noise variance). 'auto' learns it: ``Gamma(6, 6)`` prior on the
-        standardised scale (as in the noisy EK-FAC paper's UCI experiments) and
-        a Gamma variational posterior, updated after every step by the
-        conjugate natural-gradient (SVI) step. A float fixes it.""",
+        (1 / noise variance). 'auto' learns it: a Gamma prior ``noise_prior`` on
+        the standardised scale and a Gamma variational posterior, updated after
+        every step by the conjugate natural-gradient (SVI) step. A float fixes it.""",
+    ),
+    "noise_prior": E(
+        "tuple (shape, rate)",
+        """
+        Gamma prior on the noise precision of the standardised targets, used
+        with ``noise_precision='auto'``. The default is vague: it lets low-noise
+        data reach a small noise level (a rate ``b`` acts like ``2 b``
+        pseudo-observations of unit squared residual). ``(6, 6)`` is the noisy
+        EK-FAC paper's UCI prior.""",
     ),
     "warm_start": E(
         "bool",

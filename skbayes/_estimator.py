@@ -69,6 +69,14 @@ def _is_annealing(value) -> bool:
     )
 
 
+def _is_gamma_prior(value) -> bool:
+    return (
+        isinstance(value, (tuple, list))
+        and len(value) == 2
+        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value)
+    )
+
+
 def store_init_params(params):
     """Store an ``__init__``'s arguments (its ``locals()``) as attributes, unchanged, as
     scikit-learn requires of estimator constructors."""
@@ -346,6 +354,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
     _parameter_constraints = {
         "noise_precision": [Options(("auto",)), Interval(numbers.Real, 0, None, closed="neither")],
+        "noise_prior": [Check(_is_gamma_prior, "a tuple (shape, rate) of two positive numbers")],
     }
 
     def _validate_X_y(self, X, y, reset):
@@ -365,7 +374,8 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     def _make_likelihood(self):
         tau = self.noise_precision
         if tau == "auto":
-            return Gaussian(GaussianNoise(learn=True, a0=6.0, b0=6.0))
+            a0, b0 = (float(v) for v in self.noise_prior)
+            return Gaussian(GaussianNoise(learn=True, a0=a0, b0=b0))
         return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False))
 
     def _encode_targets(self, y):

@@ -122,7 +122,7 @@ class GaussianNoise:
     """Noise precision ``tau`` of a Gaussian likelihood (on standardised targets).
 
     ``learn=False``: ``tau`` is fixed. ``learn=True``: a ``Gamma(a0, b0)`` prior
-    (shape, rate; ``Gamma(6, 6)`` as in the noisy EK-FAC paper's UCI experiments)
+    (shape, rate; the estimators' ``noise_prior``)
     and a variational ``q(tau) = Gamma(a, b)``, updated by the natural gradient
     of the ELBO with the same step size ``beta`` as the weight precision. For a
     conjugate exponential-family factor that step is the stochastic
@@ -155,9 +155,13 @@ class GaussianNoise:
 
     @property
     def noise_variance(self):
-        """Posterior expectation of the noise variance ``E[1/tau]``."""
+        """Posterior expectation of the noise variance ``E[1/tau]`` (``b / (a - 1)``).
+
+        For ``a <= 1`` (a vague prior before any data) that expectation is infinite;
+        the plug-in ``1 / E[tau] = b / a`` is returned instead.
+        """
         if self.learn:
-            return self.b / (self.a - 1.0)
+            return self.b / (self.a - 1.0) if self.a > 1.0 else self.b / self.a
         return 1.0 / self.tau
 
     def update(self, sq_res_sum_scaled, N, beta):

@@ -32,6 +32,7 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
         prior_precision=1.0,
         learning_rate=0.01,
         noise_precision="auto",
+        noise_prior=(1e-3, 1e-3),
         max_iter=200,
         batch_size="auto",
         mc_samples=1,

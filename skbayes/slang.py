@@ -38,6 +38,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
         iblm_batch_size=128,
         kl_annealing=None,
         noise_precision="auto",
+        noise_prior=(1e-3, 1e-3),
         warm_start=False,
         early_stopping=False,
         validation_fraction=0.1,
