@@ -400,3 +400,21 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
         warnings.simplefilter("always")
         est = Reg(max_iter=20, **kw).fit(X, y)
     assert est.n_iter_ == 20 and not any("rose" in str(m.message) for m in w)
+
+
+@pytest.mark.parametrize("Reg", REGRESSORS)
+def test_log_likelihood_is_the_mixture_density_of_the_samples(Reg):
+    """log_likelihood = mean over rows of log (1/S) sum_s N(y | f_s, noise_std_^2), computed
+    here by hand from sample_outputs; it rewards the right targets over shifted ones."""
+    from scipy.stats import norm
+
+    X, y = reg_data(150)
+    X = StandardScaler().fit_transform(X)
+    est = Reg(**FAST).fit(X[:100], y[:100])
+    f = est.sample_outputs(X[100:], n_samples=30)[..., 0]
+    dens = norm.pdf(y[100:][None, :], f, est.noise_std_).mean(0)
+    ll = est.log_likelihood(X[100:], y[100:], n_samples=30)
+    assert ll == pytest.approx(np.mean(np.log(dens)), rel=1e-10)
+    assert est.log_likelihood(X[100:], y[100:] + 5 * y.std(), n_samples=30) < ll
+    with pytest.raises(ValueError, match="inconsistent"):
+        est.log_likelihood(X[100:], y[:10])
