@@ -90,3 +90,43 @@ def test_groups_partition_the_vector(n_groups):
     v = prior.vector()
     for i, g in enumerate(groups):
         assert torch.all(v[g] == i + 1)
+
+
+# --- the estimators at their defaults ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("noise", [0.1, 1.0])
+def test_learned_noise_recovers_low_and_high_noise_levels(quiet, noise):
+    """The vague default noise prior lets the learned noise reach a low level too (a fixed
+    Gamma(6, 6) on the standardised scale keeps it near 1 / sqrt(1 + 12 / N) std units)."""
+    from skbayes import SLANGRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-2, 2, (800, 2))
+    f = np.sin(2 * X[:, 0]) + 0.5 * X[:, 1] ** 2
+    y = f + noise * rng.randn(len(f))
+    est = SLANGRegressor(hidden_layer_sizes=(30,), max_iter=150, random_state=0).fit(X, y)
+    assert est.noise_std_ == pytest.approx(noise, rel=0.2)
+    old = SLANGRegressor(hidden_layer_sizes=(30,), max_iter=150, noise_prior=(6.0, 6.0), random_state=0).fit(X, y)
+    if noise < 0.5:  # the old prior holds the noise far above the truth on low-noise data
+        assert old.noise_std_ > 1.3 * noise
+
+
+def test_learned_prior_shrinks_weights_of_irrelevant_inputs(quiet):
+    """18 of 20 inputs are noise: the learned first-layer precision exceeds the unit prior
+    and the weights on the irrelevant inputs shrink (relative to the relevant ones)."""
+    from skbayes import SLANGRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 20)
+    y = 2.0 * X[:, 0] - 1.5 * X[:, 1] + 0.3 * rng.randn(300)
+    kw = dict(hidden_layer_sizes=(), max_iter=100, random_state=0)
+    fixed = SLANGRegressor(prior_precision=1.0, **kw).fit(X, y)
+    auto = SLANGRegressor(prior_precision="auto", **kw).fit(X, y)
+    lam = auto.prior_precision_
+    assert set(lam) == {"0.weight", "0.bias"}
+    w_fixed, w_auto = fixed.posterior_.mean[:20], auto.posterior_.mean[:20]
+    assert np.abs(w_auto[2:]).mean() < np.abs(w_fixed[2:]).mean()
+    # the relevant weights stay (a linear model on standardised targets: about 0.8 and -0.6)
+    np.testing.assert_allclose(w_auto[:2], w_fixed[:2], rtol=0.1)
+    assert auto.score(X, y) >= fixed.score(X, y) - 0.01
