@@ -28,7 +28,98 @@ def vector_prior_kl(prior_precision, mean, variance, logdet_precision):
 
 
 class PosteriorMixin:
-    """Shared user-facing API; families implement the ``*_t`` tensor methods."""
+    """Shared user-facing API; families implement the ``*_t`` tensor methods.
+
+    The tensor methods (``sample_t``, ``variance_t``, ``precision_t``,
+    ``logdet_precision_t``, ``solve_t``) and ``kl_to_prior`` are the engine's
+    interface to a posterior. Their documentation lives here once: a subclass that
+    implements one without a docstring inherits this one (``__init_subclass__``).
+    """
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name, base_fn in vars(PosteriorMixin).items():
+            fn = cls.__dict__.get(name)
+            if callable(fn) and not fn.__doc__ and getattr(base_fn, "__doc__", None):
+                fn.__doc__ = base_fn.__doc__
+
+    # --- the tensor interface (documented once; implemented by each posterior) -----------
+    def sample_t(self, n, generator=None):
+        """Weight samples as a tensor.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        generator : torch.Generator, default=None
+            Source of the random draws (None: torch's global generator).
+
+        Returns
+        -------
+        theta : Tensor of shape (n, D)
+            Flat weight vectors drawn from the posterior.
+        """
+        raise NotImplementedError
+
+    def variance_t(self):
+        """Marginal variances as a tensor.
+
+        Returns
+        -------
+        variance : Tensor of shape (D,)
+            ``Var_q(theta_i)`` of every parameter.
+        """
+        raise NotImplementedError
+
+    def precision_t(self):
+        """Dense precision matrix as a tensor (small models only).
+
+        Returns
+        -------
+        precision : Tensor of shape (D, D)
+            The inverse posterior covariance.
+        """
+        raise NotImplementedError
+
+    def logdet_precision_t(self):
+        """Log-determinant of the posterior precision.
+
+        Returns
+        -------
+        logdet : Tensor of shape ()
+            ``log det P``.
+        """
+        raise NotImplementedError
+
+    def solve_t(self, x):
+        """Apply the posterior covariance: ``P^{-1} x``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (D,) or (D, k)
+            Right-hand side(s).
+
+        Returns
+        -------
+        y : Tensor of the shape of ``x``
+            The solution of ``P y = x``.
+        """
+        raise NotImplementedError
+
+    def kl_to_prior(self, prior_precision):
+        """``KL(q || N(0, diag(lam)^{-1}))`` to the Gaussian weight prior.
+
+        Parameters
+        ----------
+        prior_precision : float or Tensor of shape (D,)
+            The prior precision ``lam``: one number for every weight, or one per weight.
+
+        Returns
+        -------
+        kl : float
+            The Kullback-Leibler divergence from the posterior to the prior.
+        """
+        raise NotImplementedError
 
     @property
     def mean(self):
@@ -36,27 +127,46 @@ class PosteriorMixin:
         return self.mean_t.detach().cpu().numpy().copy()
 
     def is_finite(self):
-        """True when every stored tensor is finite."""
+        """Whether every stored tensor is finite.
+
+        Returns
+        -------
+        finite : bool
+            True when no entry of the posterior's tensors is NaN or infinite.
+        """
         # A sum is non-finite iff an entry is (or it overflows, which is divergence too):
         # one reduction per tensor instead of a full boolean mask.
         return all(math.isfinite(float(t.sum())) for t in self._tensors())
 
     @property
     def n_params(self):
+        """Number of parameters ``D`` of the network."""
         return int(self.mean_t.shape[0])
 
     def variance(self):
-        """Marginal posterior variances, shape ``(D,)``."""
+        """Marginal posterior variances.
+
+        Returns
+        -------
+        variance : ndarray of shape (D,)
+            ``Var_q(theta_i)`` of every parameter, in ``module_.parameters()`` order.
+        """
         return self.variance_t().detach().cpu().numpy()
 
     def sample(self, n_samples=1, random_state=None):
-        """Draw weight vectors from the posterior, shape ``(n_samples, D)``.
+        """Draw weight vectors from the posterior.
 
         Parameters
         ----------
         n_samples : int, default=1
+            Number of weight vectors.
         random_state : int, RandomState instance or None, default=None
             Seeds the draw; ``None`` draws a fresh seed from numpy's global state.
+
+        Returns
+        -------
+        samples : ndarray of shape (n_samples, D)
+            Flat weight vectors in ``module_.parameters()`` order.
         """
         seed = int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
         gen = torch.Generator(device=self.mean_t.device).manual_seed(seed)
@@ -73,13 +183,37 @@ class PosteriorMixin:
             )
 
     def precision(self, max_size=MAX_DENSE_SIZE):
-        """Dense posterior precision matrix ``(D, D)`` (small models only)."""
+        """Dense posterior precision matrix (small models only).
+
+        Parameters
+        ----------
+        max_size : int, default=5000
+            Largest ``D`` for which the dense matrix is formed; larger models raise
+            a ValueError (use the structured factors, ``variance()`` or ``sample()``).
+
+        Returns
+        -------
+        precision : ndarray of shape (D, D)
+            The inverse posterior covariance.
+        """
         self._check_dense(max_size)
         with torch.no_grad():
             return self.precision_t().cpu().numpy()
 
     def covariance(self, max_size=MAX_DENSE_SIZE):
-        """Dense posterior covariance matrix ``(D, D)`` (small models only)."""
+        """Dense posterior covariance matrix (small models only).
+
+        Parameters
+        ----------
+        max_size : int, default=5000
+            Largest ``D`` for which the dense matrix is formed; larger models raise
+            a ValueError (use the structured factors, ``variance()`` or ``sample()``).
+
+        Returns
+        -------
+        covariance : ndarray of shape (D, D)
+            The posterior covariance of the flat parameter vector.
+        """
         self._check_dense(max_size)
         with torch.no_grad():
             P = self.precision_t()

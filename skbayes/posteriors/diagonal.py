@@ -14,10 +14,19 @@ from ._common import PosteriorMixin, is_scalar_precision, vector_prior_kl
 class DiagonalGaussian(PosteriorMixin):
     """Gaussian with diagonal precision ``diag(d)``.
 
-    Attributes (numpy views for users)
-    ----------------------------------
+    Built by the estimators (``posterior_``); users read it.
+
+    Parameters
+    ----------
+    mean : Tensor of shape (D,)
+        Posterior mean.
+    d : Tensor of shape (D,)
+        Per-parameter precision (positive).
+
+    Attributes
+    ----------
     mean : ndarray of shape (D,)
-        Posterior mean, in ``module_.parameters()`` order.
+        Posterior mean, in ``module_.parameters()`` order (a numpy copy).
     d : ndarray of shape (D,)
         Per-parameter precision (positive); the marginal variances are ``1 / d``.
     """
@@ -30,12 +39,30 @@ class DiagonalGaussian(PosteriorMixin):
 
     @property
     def d(self):
+        """Per-parameter precision, shape ``(D,)`` (a numpy copy)."""
         return self.d_t.detach().cpu().numpy().copy()
 
     # --- tensor routines -------------------------------------------------
     def sample_t(self, n, generator=None, eps=None):
-        """``n`` samples ``mu + eps / sqrt(d)``, ``eps ~ N(0, I)`` drawn from ``generator``
-        (the same draws, for the same generator state, as ``LowRankGaussian`` of rank 0)."""
+        """Weight samples ``mu + eps / sqrt(d)`` as a tensor.
+
+        ``eps ~ N(0, I)`` are the same draws, for the same generator state, as
+        ``LowRankGaussian``'s of rank 0.
+
+        Parameters
+        ----------
+        n : int
+            Number of samples.
+        generator : torch.Generator, default=None
+            Source of the random draws (None: torch's global generator).
+        eps : Tensor of shape (n, D), default=None
+            Standard normal draws to use instead of drawing from ``generator``.
+
+        Returns
+        -------
+        theta : Tensor of shape (n, D)
+            Flat weight vectors drawn from the posterior.
+        """
         mean = self.mean_t
         if eps is None:
             eps = torch.randn(int(n), mean.shape[0], generator=generator, dtype=mean.dtype, device=mean.device)
@@ -51,11 +78,9 @@ class DiagonalGaussian(PosteriorMixin):
         return torch.log(self.d_t).sum()
 
     def solve_t(self, x):
-        """``diag(d)^{-1} x`` for ``x`` of shape ``(D,)`` or ``(D, k)``."""
         return x / self.d_t if x.dim() == 1 else x / self.d_t[:, None]
 
     def kl_to_prior(self, prior_precision):
-        """``KL(q || N(0, prior_precision^{-1} I))``."""
         if not is_scalar_precision(prior_precision):
             return vector_prior_kl(prior_precision, self.mean_t, 1.0 / self.d_t, torch.log(self.d_t).sum())
         lam = float(prior_precision)

@@ -24,8 +24,18 @@ class DropoutPosterior(PosteriorMixin):
     ``W_ij^2 p / (1 - p)``; entries of one column are perfectly correlated
     (they share the mask), different columns and layers are independent.
 
-    Attributes (numpy views for users)
-    ----------------------------------
+    Built by the estimators (``posterior_``); users read it.
+
+    Parameters
+    ----------
+    mean : Tensor of shape (D,)
+        The network's weights.
+    groups : list of tuple
+        ``(name, weight offset, out, in, rate)`` of every ``Linear`` layer whose
+        inputs are dropped (entries with rate 0 are ignored).
+
+    Attributes
+    ----------
     mean : ndarray of shape (D,)
         The network's weights, in ``module_.parameters()`` order (the mean of the masked weights).
     masked_layers : list of dict
@@ -42,6 +52,7 @@ class DropoutPosterior(PosteriorMixin):
 
     @property
     def masked_layers(self):
+        """One dict per masked layer: ``name``, ``offset``, ``shape`` ``(out, in)``, ``rate``."""
         return [dict(name=n, offset=o, shape=(out, inp), rate=p) for n, o, out, inp, p in self.groups]
 
     # --- tensor routines -------------------------------------------------
@@ -63,7 +74,13 @@ class DropoutPosterior(PosteriorMixin):
         return v
 
     def covariance_t(self):
-        """Exact covariance of the masked weights (dense ``(D, D)``, singular)."""
+        """Exact covariance of the masked weights as a tensor.
+
+        Returns
+        -------
+        covariance : Tensor of shape (D, D)
+            Dense and singular (see :meth:`covariance`).
+        """
         D = self.mean_t.shape[0]
         C = self.mean_t.new_zeros(D, D)
         for _, off, out, inp, p in self.groups:
@@ -75,11 +92,22 @@ class DropoutPosterior(PosteriorMixin):
         return C
 
     def covariance(self, max_size=5000):
-        """Exact dense covariance ``(D, D)`` of the masked weight vectors (small models only).
+        """Exact dense covariance of the masked weight vectors (small models only).
 
         Column ``j`` of a masked layer contributes ``W[:, j] W[:, j]^T p / (1 - p)``;
         everything else is 0. The matrix is singular: its rank is at most the
         number of dropped units (and it is 0 on biases and unmasked layers).
+
+        Parameters
+        ----------
+        max_size : int, default=5000
+            Largest ``D`` for which the dense matrix is formed; larger models raise
+            a ValueError.
+
+        Returns
+        -------
+        covariance : ndarray of shape (D, D)
+            The covariance of the flat masked weight vector.
         """
         self._check_dense(max_size)
         with torch.no_grad():
@@ -92,6 +120,16 @@ class DropoutPosterior(PosteriorMixin):
         copies of the weights (``k`` dropped units), not a Gaussian, and its
         covariance is singular, so it has no precision matrix. Use
         :meth:`covariance`, :meth:`variance` or :meth:`sample`.
+
+        Parameters
+        ----------
+        max_size : int, default=5000
+            Unused (the signature of the other posteriors).
+
+        Raises
+        ------
+        NotImplementedError
+            Always.
         """
         raise NotImplementedError(
             "MC dropout's posterior is the discrete distribution of dropout-masked weight vectors, not a "

@@ -114,20 +114,16 @@ class KroneckerGaussian(PosteriorMixin):
             return self._dense(inverse=False).cpu().numpy()
 
     def logdet_covariance_t(self):
-        return sum(torch.log(s).sum() for (_, _, s) in self.blocks)
-
-    def kl_to_prior(self, prior_precision):
-        """``KL(q || N(0, prior_precision^{-1} I))``.
-
-        Parameters
-        ----------
-        prior_precision : float
-            Precision of the isotropic Gaussian prior.
+        """Log-determinant of the posterior covariance (the sum over layers' blocks).
 
         Returns
         -------
-        kl : float
+        logdet : Tensor of shape ()
+            ``log det Sigma``.
         """
+        return sum(torch.log(s).sum() for (_, _, s) in self.blocks)
+
+    def kl_to_prior(self, prior_precision):
         if not is_scalar_precision(prior_precision):
             return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), -self.logdet_covariance_t())
         eta = 1.0 / float(prior_precision)

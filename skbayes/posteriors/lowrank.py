@@ -15,14 +15,27 @@ from ._common import PosteriorMixin, is_scalar_precision, vector_prior_kl
 class LowRankGaussian(PosteriorMixin):
     """Gaussian with precision ``U U^T + diag(d)``.
 
-    Attributes (numpy views for users)
-    ----------------------------------
+    Built by the estimators (``posterior_``); users read it.
+
+    Parameters
+    ----------
+    mean : Tensor of shape (D,)
+        Posterior mean.
+    U : Tensor of shape (D, L)
+        Low-rank factor of the precision.
+    d : Tensor of shape (D,)
+        Diagonal part of the precision (positive).
+
+    Attributes
+    ----------
     mean : ndarray of shape (D,)
-        Posterior mean, in ``module_.parameters()`` order.
+        Posterior mean, in ``module_.parameters()`` order (a numpy copy).
     U : ndarray of shape (D, L)
         Low-rank factor of the precision.
     d : ndarray of shape (D,)
         Diagonal of the precision's diagonal part (positive).
+    rank : int
+        ``L``, the number of columns of ``U``.
     """
 
     family = "lowrank"
@@ -34,8 +47,16 @@ class LowRankGaussian(PosteriorMixin):
     def set_factors(self, U, d, scaled_gram=None):
         """Replace ``(U, d)``; the small L x L quantities are recomputed lazily.
 
-        ``scaled_gram``: ``U^T diag(d)^{-1} U`` if the caller computed it. The
-        storage of the replaced ``U`` is kept as a spare (see :meth:`spare_factor`).
+        The storage of the replaced ``U`` is kept as a spare (see :meth:`spare_factor`).
+
+        Parameters
+        ----------
+        U : Tensor of shape (D, L)
+            New low-rank factor.
+        d : Tensor of shape (D,)
+            New diagonal part.
+        scaled_gram : Tensor of shape (L, L), default=None
+            ``U^T diag(d)^{-1} U`` if the caller computed it.
         """
         old = getattr(self, "_U", None)
         self._spare = old.T if old is not None and old.T.is_contiguous() and old.shape[1] > 0 else None
@@ -47,6 +68,16 @@ class LowRankGaussian(PosteriorMixin):
         The storage of the factor that the last :meth:`set_factors` replaced:
         reusing it saves the page faults of a fresh ``D x L`` allocation on every
         step. It never aliases the current ``U``.
+
+        Parameters
+        ----------
+        L : int
+            Rank of the next factor.
+
+        Returns
+        -------
+        buffer : Tensor of shape (L, D) or None
+            The spare storage, or None when there is none of that shape.
         """
         sp = getattr(self, "_spare", None)
         if sp is None or tuple(sp.shape) != (L, self.mean_t.shape[0]) or sp.data_ptr() == self._U.data_ptr():
@@ -61,10 +92,12 @@ class LowRankGaussian(PosteriorMixin):
 
     @property
     def U_t(self):
+        """Low-rank factor ``U`` (a tensor, not a copy)."""
         return self._U
 
     @property
     def d_t(self):
+        """Diagonal part ``d`` (a tensor, not a copy)."""
         return self._d
 
     def _small(self):
@@ -79,14 +112,17 @@ class LowRankGaussian(PosteriorMixin):
 
     @property
     def rank(self):
+        """``L``, the number of columns of ``U``."""
         return self.U_t.shape[1]
 
     @property
     def U(self):
+        """Low-rank factor of the precision, shape ``(D, L)`` (a numpy copy)."""
         return self.U_t.detach().cpu().numpy().copy()
 
     @property
     def d(self):
+        """Diagonal part of the precision, shape ``(D,)`` (a numpy copy)."""
         return self.d_t.detach().cpu().numpy().copy()
 
     # --- tensor routines -------------------------------------------------
@@ -106,7 +142,6 @@ class LowRankGaussian(PosteriorMixin):
         return linalg.woodbury_solve(self.U_t, self.d_t, x, chol=self._small()[0])
 
     def kl_to_prior(self, prior_precision):
-        """``KL(q || N(0, prior_precision^{-1} I))``."""
         if not is_scalar_precision(prior_precision):
             return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), self.logdet_precision_t())
         lam = float(prior_precision)

@@ -28,10 +28,18 @@ class SoftplusGaussian(PosteriorMixin):
     """Mean-field Gaussian ``N(mu, diag(sigma^2))`` with ``sigma = softplus(rho)``.
 
     The posterior family of Bayes by Backprop. ``rho`` is unconstrained, so a
-    gradient step on ``(mu, rho)`` always gives a valid distribution.
+    gradient step on ``(mu, rho)`` always gives a valid distribution. Built by the
+    estimators (``posterior_``); users read it.
 
-    Attributes (numpy views for users)
-    ----------------------------------
+    Parameters
+    ----------
+    mean : Tensor of shape (D,)
+        Posterior mean ``mu``.
+    rho : Tensor of shape (D,)
+        Unconstrained scale parameters.
+
+    Attributes
+    ----------
     mean : ndarray of shape (D,)
         Posterior mean ``mu``, in ``module_.parameters()`` order.
     rho : ndarray of shape (D,)
@@ -48,19 +56,35 @@ class SoftplusGaussian(PosteriorMixin):
 
     @classmethod
     def from_variance(cls, mean, var):
-        """The posterior with mean ``mean`` and marginal variances ``var``."""
+        """The posterior with given mean and marginal variances.
+
+        Parameters
+        ----------
+        mean : Tensor of shape (D,)
+            Posterior mean.
+        var : Tensor of shape (D,)
+            Marginal variances (positive).
+
+        Returns
+        -------
+        posterior : SoftplusGaussian
+            ``N(mean, diag(var))`` with ``rho = softplus^{-1}(sqrt(var))``.
+        """
         return cls(mean, inverse_softplus(var.sqrt()))
 
     @property
     def sigma_t(self):
+        """Posterior standard deviations ``softplus(rho)`` (a tensor)."""
         return F.softplus(self.rho_t)
 
     @property
     def rho(self):
+        """Unconstrained scale parameters, shape ``(D,)`` (a numpy copy)."""
         return self.rho_t.detach().cpu().numpy().copy()
 
     @property
     def sigma(self):
+        """Posterior standard deviations ``softplus(rho)``, shape ``(D,)``."""
         return self.sigma_t.detach().cpu().numpy()
 
     # --- tensor routines -------------------------------------------------
@@ -77,13 +101,11 @@ class SoftplusGaussian(PosteriorMixin):
         return torch.diag(1.0 / self.variance_t())
 
     def covariance(self, max_size=5000):
-        """Dense posterior covariance ``diag(sigma^2)`` (small models only)."""
         self._check_dense(max_size)
         with torch.no_grad():
             return torch.diag(self.variance_t()).cpu().numpy()
 
     def kl_to_prior(self, prior_precision):
-        """``KL(q || N(0, prior_precision^{-1} I))`` in closed form."""
         with torch.no_grad():
             return float(diag_gaussian_kl(self.mean_t, self.sigma_t, prior_precision))
 
