@@ -11,14 +11,21 @@ from __future__ import annotations
 
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_array, check_consistent_length, check_random_state, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
 from sklearn.utils.validation import check_is_fitted, validate_data
 from torch import nn
+
+if TYPE_CHECKING:
+    from typing_extensions import Self
+
+    RandomStateLike = int | np.random.RandomState | None
 
 from . import _loop
 from ._families.base import PosteriorFamily, kl_annealing_scale
@@ -314,7 +321,9 @@ class BayesianNetwork(BaseEstimator):
             return None
         return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
-    def sample_outputs(self, X, n_samples=None, random_state=None):
+    def sample_outputs(
+        self, X: ArrayLike, n_samples: int | None = None, random_state: RandomStateLike = None
+    ) -> np.ndarray:
         """Network outputs under posterior weight samples.
 
         Every statistic of the predictive distribution can be computed from these
@@ -401,7 +410,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return self._y_mean + self._y_std * f
 
     # --- public API ---------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the variational posterior to data.
 
         Parameters
@@ -418,7 +427,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         return self._fit(X, y, incremental=False)
 
-    def partial_fit(self, X, y):
+    def partial_fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
 
         The first call initialises the model (target scaling is fixed by the
@@ -444,7 +453,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
         return mean, var
 
-    def predict(self, X, return_std=False):
+    def predict(self, X: ArrayLike, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Posterior predictive mean (and standard deviation).
 
         The mean averages the network output over ``predict_samples`` weight
@@ -472,7 +481,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             return y_mean
         return y_mean, (self._y_std * torch.sqrt(var)).cpu().numpy().astype(np.float64)
 
-    def predict_std(self, X):
+    def predict_std(self, X: ArrayLike) -> np.ndarray:
         """Posterior predictive standard deviation.
 
         Parameters
@@ -487,7 +496,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         return self.predict(X, return_std=True)[1]
 
-    def log_likelihood(self, X, y, n_samples=None):
+    def log_likelihood(self, X: ArrayLike, y: ArrayLike, n_samples: int | None = None) -> float:
         """Mean per-point log-likelihood of ``y`` under the posterior predictive.
 
         The predictive density of a point is the mixture over posterior weight
@@ -514,7 +523,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         check_consistent_length(f[0], y)
         return mixture_log_likelihood(y, f, self.noise_std_)
 
-    def sample_y(self, X, n_samples=1, random_state=0):
+    def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> np.ndarray:
         """Draw targets from the posterior predictive distribution.
 
         Each draw takes a weight sample from the posterior, a noise precision
@@ -606,7 +615,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         return float(torch.log(p.gather(1, idx[:, None]).clamp_min(1e-300)).mean())
 
     # --- public API ---------------------------------------------------------------------
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the variational posterior to data.
 
         Parameters
@@ -623,7 +632,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """
         return self._fit(X, y, incremental=False)
 
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
 
         Parameters
@@ -646,7 +655,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             raise ValueError("classes must be passed on the first call to partial_fit.")
         return self._fit(X, y, incremental=True, classes=classes)
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior predictive class probabilities.
 
         The Monte Carlo average over ``predict_samples`` weight samples of the
@@ -666,7 +675,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         p = self._probs(self._predict_outputs(X)).mean(0)
         return p.cpu().numpy().astype(np.float64)
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Logarithm of the posterior predictive class probabilities.
 
         Parameters
@@ -682,7 +691,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
-    def predict_std(self, X):
+    def predict_std(self, X: ArrayLike) -> np.ndarray:
         """Standard deviation of each class probability over the posterior.
 
         Parameters
@@ -699,7 +708,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         p = self._probs(self._predict_outputs(X))
         return p.std(0, unbiased=False).cpu().numpy().astype(np.float64)
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable class under the posterior predictive.
 
         Parameters
