@@ -63,10 +63,12 @@ which stay meaningful when other programs load the machine.
 Run:  .venv/bin/python benchmarks/bench_methods.py            (default: ~17 CPU-min, ~9 min on 2 idle cores)
       .venv/bin/python benchmarks/bench_methods.py --quick    (1 split, 1/4 of the epochs, ~1 min)
 Options: --datasets boston,digits  --methods slang,bbb  --splits 3  --epochs 50  --jobs 2
+         --set kfac.prior_precision=10 (any estimator parameter; METHOD * for every method)
          --json out.json
 """
 
 import argparse
+import ast
 import json
 import math
 import os
@@ -138,12 +140,12 @@ def split(dataset, k):
 
 def run_one(job):
     """Fit one method on one split; returns a dict of metrics (runs in a worker)."""
-    dataset, method, k, epochs = job
+    dataset, method, k, epochs, overrides = job
     task, hidden, batch = CONFIG[dataset][:3]
     X, y = load(dataset)
     tr, te = split(dataset, k)
     Xtr, Xte = standardise(X, tr, te)
-    est = make_estimator(method, task, hidden, batch, epochs, seed=k)
+    est = make_estimator(method, task, hidden, batch, epochs, seed=k, overrides=overrides)
     out = run_job(est, Xtr, y[tr], Xte, y[te], task, epochs)
     out.update(dataset=dataset, method=method, split=k)
     return out
@@ -210,6 +212,14 @@ def main(argv=None):
     ap.add_argument("--epochs", type=int, default=None, help="override the number of epochs")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (1 torch thread each)")
     ap.add_argument("--json", default=None, help="also write the per-split results here")
+    ap.add_argument(
+        "--set",
+        action="append",
+        default=[],
+        metavar="METHOD.PARAM=VALUE",
+        help="override an estimator parameter, e.g. --set kfac.prior_precision=10 (repeatable; METHOD '*': "
+        "every method)",
+    )
     args = ap.parse_args(argv)
 
     datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
@@ -235,6 +245,17 @@ def main(argv=None):
         f"load average at start {os.getloadavg()[0]:.2f}"
     )
 
+    overrides = {m: {} for m in METHODS}
+    for item in args.set:
+        try:
+            key, value = item.split("=", 1)
+            m, param = key.split(".", 1)
+            for target in METHODS if m == "*" else [m]:
+                overrides[target][param] = ast.literal_eval(value)
+        except (ValueError, KeyError, SyntaxError):
+            ap.error(f"--set expects METHOD.PARAM=VALUE with METHOD in {list(METHODS)} or '*', got {item!r}")
+    if args.set:
+        print(f"overrides: {args.set}")
     shapes, jobs = {}, []
     for d in datasets:
         try:
@@ -250,7 +271,7 @@ def main(argv=None):
         n_splits = args.splits or n_splits
         for k in range(n_splits):
             for m in methods:
-                jobs.append((d, m, k, epochs))
+                jobs.append((d, m, k, epochs, overrides.get(m, {})))
     if not jobs:
         print("nothing to run")
         return 1
