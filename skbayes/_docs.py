@@ -54,10 +54,15 @@ PARAMS: dict[str, Entry] = {
         runs one ``functional_call`` per weight sample.""",
     ),
     "prior_precision": E(
-        "float",
+        "float or 'auto'",
         """
         Precision ``lambda`` of the isotropic Gaussian prior ``N(0, lambda^{-1} I)``
-        on every weight and bias.""",
+        on every weight and bias. 'auto' learns one precision per parameter group
+        (each layer's weight and bias separately) by empirical Bayes: after every
+        epoch, the ELBO's maximiser ``lambda_g = (n_g + 1) / (E_q||theta_g||^2 + 1)``
+        (a ``Gamma(1.5, 0.5)`` hyperprior), starting from 1; the values are in
+        ``prior_precision_``. On small networks it is not better than 1 at the
+        defaults (see the benchmarks page), hence not the default yet.""",
     ),
     "learning_rate": E(
         "float",
@@ -128,10 +133,11 @@ PARAMS: dict[str, Entry] = {
         "tuple (shape, rate)",
         """
         Gamma prior on the noise precision of the standardised targets, used
-        with ``noise_precision='auto'``. The default is vague: it lets low-noise
-        data reach a small noise level (a rate ``b`` acts like ``2 b``
-        pseudo-observations of unit squared residual). ``(6, 6)`` is the noisy
-        EK-FAC paper's UCI prior.""",
+        with ``noise_precision='auto'``. A prior ``Gamma(a, b)`` acts like ``2 a``
+        pseudo-observations with squared residuals summing to ``2 b``. The default
+        is vague, so that low-noise data reach a small noise level; ``(6, 6)``,
+        the noisy EK-FAC paper's UCI prior, holds the noise of a small data set
+        near the targets' variance.""",
     ),
     "warm_start": E(
         "bool",
@@ -233,6 +239,13 @@ ATTRS: dict[str, Entry] = {
         True when the last ``fit`` or ``partial_fit`` stopped because training
         diverged (the posterior was reverted to the end of the last good epoch
         and a ``ConvergenceWarning`` was issued).""",
+    ),
+    "prior_precision_": E(
+        "dict of str to float",
+        """
+        The weight prior's precision per parameter group (name: precision), as
+        learned with ``prior_precision='auto'`` (else the fixed value for every
+        group).""",
     ),
     "module_": E(
         "torch.nn.Module",

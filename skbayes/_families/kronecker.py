@@ -142,10 +142,14 @@ class KFACFamily(PosteriorFamily):
             Any other parameterised layer raises an error naming it.""",
         ),
         "prior_precision": E(
-            "float",
+            "float or 'auto'",
             """
             Precision ``1 / eta`` of the isotropic Gaussian prior ``N(0, eta I)`` on
-            every weight and bias (the papers write the prior variance ``eta``).""",
+            every weight and bias (the papers write the prior variance ``eta``).
+            'auto' learns one precision per layer (weight and bias together, the
+            group the Kronecker-factored precision ``N (A kron S) + lambda I`` admits)
+            by empirical Bayes after every epoch, ``lambda_l = (n_l + 1) /
+            (E_q||theta_l||^2 + 1)``, starting from 1 (values in ``prior_precision_``).""",
         ),
         "noise_precision": E(
             "'auto' or float",
