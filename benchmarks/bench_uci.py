@@ -13,8 +13,9 @@ Protocol (noisy EK-FAC paper, Sec. 6.1, after Hernandez-Lobato & Adams 2015):
   samples ``log (1/S) sum_s N(y | f_s(x), sigma^2)`` with ``f_s`` and ``sigma``
   scaled back by the target's std (``skbayes.metrics.mixture_log_likelihood``),
   ``sigma^2 = E_q[1/tau]`` the learned noise variance;
-* the Gaussian noise precision is learned with a Gamma(6, 6) prior (the
-  regressors' default ``noise_precision='auto'``);
+* the Gaussian noise precision is learned (``noise_precision='auto'``) with the
+  regressors' default ``noise_prior`` (vague; the paper's Gamma(6, 6) is
+  ``--set kfac.noise_prior=(6.0,6.0)`` etc.);
 * a fixed number of epochs (``tol=0`` and ``n_iter_no_change`` larger than the
   epoch budget, so the estimators' convergence test never stops a run early);
   as in the paper the step sizes (``learning_rate`` and the moving-average rates

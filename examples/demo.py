@@ -79,10 +79,7 @@ def main(argv=None):
 
     slang = models["SLANGRegressor"][-1]
     ridge = models["BayesianRidge"][-1]
-    print(
-        f"\nlearned noise std: SLANG {1.0 / np.sqrt(slang.noise_precision_):.1f}, "
-        f"BayesianRidge {1.0 / np.sqrt(ridge.alpha_):.1f}"
-    )
+    print(f"\nlearned noise std: SLANG {slang.noise_std_:.1f}, BayesianRidge {1.0 / np.sqrt(ridge.alpha_):.1f}")
     print(
         f"SLANG: {slang.posterior_.n_params} weights, posterior rank {slang.posterior_.rank}, "
         f"{slang.n_iter_} epochs, final negative ELBO per example {slang.loss_curve_[-1]:.4f}"
