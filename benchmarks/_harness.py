@@ -47,11 +47,13 @@ VADAM_AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
 DECAYED_RATES = ("beta", "factor_decay", "scale_decay")
 
 
-def make_estimator(method, task, hidden, batch, epochs, seed, overrides=None):
+def make_estimator(method, task, hidden, batch, epochs, seed, overrides=None, optional=None):
     """``method``'s estimator at its defaults with the protocol's epochs and batch size.
 
     ``tol=0`` and ``n_iter_no_change`` beyond any budget make the number of
-    epochs fixed; ``overrides`` (a dict of constructor arguments) is applied last.
+    epochs fixed; ``overrides`` (a dict of constructor arguments) is applied last, and
+    ``optional`` (the same, from a ``*`` wildcard) only where the estimator has the
+    parameter (e.g. ``noise_prior`` on the regressors, not the classifiers).
     """
     import skbayes
 
@@ -66,7 +68,10 @@ def make_estimator(method, task, hidden, batch, epochs, seed, overrides=None):
         random_state=seed,
         **extra,
     )
-    return est.set_params(**(overrides or {}))
+    valid = est.get_params()
+    params = {k: v for k, v in (optional or {}).items() if k in valid}
+    params.update(overrides or {})
+    return est.set_params(**params)
 
 
 def decayed_params(est, factor):

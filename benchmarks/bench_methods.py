@@ -141,12 +141,12 @@ def split(dataset, k):
 
 def run_one(job):
     """Fit one method on one split; returns a dict of metrics (runs in a worker)."""
-    dataset, method, k, epochs, overrides = job
+    dataset, method, k, epochs, (overrides, optional) = job
     task, hidden, batch = CONFIG[dataset][:3]
     X, y = load(dataset)
     tr, te = split(dataset, k)
     Xtr, Xte = standardise(X, tr, te)
-    est = make_estimator(method, task, hidden, batch, epochs, seed=k, overrides=overrides)
+    est = make_estimator(method, task, hidden, batch, epochs, seed=k, overrides=overrides, optional=optional)
     out = run_job(est, Xtr, y[tr], Xte, y[te], task, epochs)
     out.update(dataset=dataset, method=method, split=k)
     return out
@@ -219,7 +219,7 @@ def main(argv=None):
         default=[],
         metavar="METHOD.PARAM=VALUE",
         help="override an estimator parameter, e.g. --set kfac.prior_precision=10 (repeatable; METHOD '*': "
-        "every method)",
+        "every method that has PARAM)",
     )
     args = ap.parse_args(argv)
 
@@ -247,12 +247,13 @@ def main(argv=None):
     )
 
     overrides = {m: {} for m in METHODS}
+    optional = {m: {} for m in METHODS}  # from '*': applied where the estimator has the parameter
     for item in args.set:
         try:
             key, value = item.split("=", 1)
             m, param = key.split(".", 1)
             for target in METHODS if m == "*" else [m]:
-                overrides[target][param] = ast.literal_eval(value)
+                (optional if m == "*" else overrides)[target][param] = ast.literal_eval(value)
         except (ValueError, KeyError, SyntaxError):
             ap.error(f"--set expects METHOD.PARAM=VALUE with METHOD in {list(METHODS)} or '*', got {item!r}")
     if args.set:
@@ -272,7 +273,7 @@ def main(argv=None):
         n_splits = args.splits or n_splits
         for k in range(n_splits):
             for m in methods:
-                jobs.append((d, m, k, epochs, overrides.get(m, {})))
+                jobs.append((d, m, k, epochs, (overrides.get(m, {}), optional.get(m, {}))))
     if not jobs:
         print("nothing to run")
         return 1
