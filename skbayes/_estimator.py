@@ -672,8 +672,10 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             Columns follow ``classes_``.
         """
         check_is_fitted(self, "posterior_")
-        p = self._probs(self._predict_outputs(X)).mean(0)
-        return p.cpu().numpy().astype(np.float64)
+        p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
+        # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
+        # scikit-learn's metrics (which check the sums at float64 precision) accept them
+        return p / p.sum(axis=1, keepdims=True)
 
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Logarithm of the posterior predictive class probabilities.
