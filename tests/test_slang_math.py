@@ -104,8 +104,10 @@ def _logreg_data():
     return X, y
 
 
-@pytest.mark.parametrize("momentum", [0.0, 0.9])
-def test_full_rank_reproduces_dense_vogn_step_for_step(monkeypatch, momentum):
+@pytest.mark.parametrize("momentum, damping", [(0.0, 0.0), (0.9, 0.0), (0.9, 0.05)])
+def test_full_rank_reproduces_dense_vogn_step_for_step(monkeypatch, momentum, damping):
+    """Dense VOGN (eq. 2) replayed step for step; with ``damping`` the mean step solves
+    with ``P + N gamma I`` (extrinsic damping) while the precision is untouched."""
     X, y = _logreg_data()
     N, D = X.shape[0], X.shape[1] + 1
     lam, alpha, beta, S = 0.5, 0.1, 0.2, 3
@@ -116,6 +118,7 @@ def test_full_rank_reproduces_dense_vogn_step_for_step(monkeypatch, momentum):
         learning_rate=alpha,
         beta=beta,
         momentum=momentum,
+        damping=damping,
         mc_samples=S,
         batch_size=16,
         max_iter=3,
@@ -141,7 +144,7 @@ def test_full_rank_reproduces_dense_vogn_step_for_step(monkeypatch, momentum):
         P = (1 - beta) * P + beta * (scale * G.T @ G + lam * torch.eye(D, dtype=DT))
         m = momentum * m + (1 - momentum) * scale * G.sum(0)
         m_hat = m / (1 - momentum ** (t + 1))
-        mu = mu - alpha * torch.linalg.solve(P, m_hat + lam * mu)
+        mu = mu - alpha * torch.linalg.solve(P + N * damping * torch.eye(D, dtype=DT), m_hat + lam * mu)
     p = est.posterior_
     torch.testing.assert_close(p.mean_t, mu, rtol=1e-8, atol=1e-10)
     np.testing.assert_allclose(p.precision(), P.numpy(), rtol=1e-8, atol=1e-8)
@@ -181,7 +184,9 @@ def test_rank_zero_reproduces_mean_field_vogn_step_for_step(monkeypatch):
         G = torch.cat([_per_example_grads(th, c["X"], c["y"]) for th in c["theta"]])
         s = (1 - beta) * s + beta * (G**2).sum(0) / (M * S)
         g_mean = G.sum(0) / (M * S)  # minibatch-mean gradient of the NLL
-        mu = mu - alpha * (g_mean + lam * mu / N) / (s + lam / N)
+        # the mean step's extrinsic damping (default 0.01) is added per example, precision untouched
+        mu = mu - alpha * (g_mean + lam * mu / N) / (s + lam / N + est.damping)
+    assert est.damping == 0.01
     torch.testing.assert_close(est.posterior_.mean_t, mu, rtol=1e-9, atol=1e-11)
     torch.testing.assert_close(est.posterior_.d_t, N * s + lam, rtol=1e-10, atol=1e-10)
     assert est.posterior_.U.shape == (D, 0)

@@ -7,6 +7,7 @@ import torch
 
 from .._curvature import per_example_curvature
 from .._docs import E
+from .._linalg import woodbury_solve
 from .._validation import NONE, Interval
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
@@ -24,8 +25,9 @@ class SLANGFamily(PosteriorFamily):
         "beta": [Interval(numbers.Real, 0, 1, closed="right")],
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
         "lr_decay": [Interval(numbers.Real, 0, None, closed="left"), NONE],
+        "damping": [Interval(numbers.Real, 0, None, closed="left")],
     }
-    step_size_names = ("beta",)
+    step_size_names = ("beta", "damping")
 
     param_docs = {
         "module": E(
@@ -70,6 +72,18 @@ class SLANGFamily(PosteriorFamily):
             """
             If set to ``omega``, both step sizes decay as ``alpha_t = alpha / (1 + t^omega)``
             with ``t`` the step count (the paper uses 0.51 for logistic regression).""",
+        ),
+        "damping": E(
+            "float",
+            """
+            Extrinsic damping ``gamma`` of the mean step, per example: the step
+            solves with ``U U^T + diag(d) + N gamma I`` instead of the precision
+            (as noisy K-FAC's ``damping``). The posterior, its precision and the
+            fixed point of the mean are unchanged; only the path is: a step along a
+            direction the data hardly determine (precision near the prior's
+            ``lambda``) is at most ``alpha |g| / gamma`` instead of
+            ``alpha N |g| / lambda``, which grows with ``N``. ``0`` is the paper's
+            update.""",
         ),
         "init": E(
             "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
@@ -132,5 +146,10 @@ class SLANGFamily(PosteriorFamily):
             rhs = torch.add(mom, post.mean_t, alpha=lam * c)  # (1 - gamma^(t+1)) (m_hat + lam mu)
         else:
             rhs = mom + (lam * c) * post.mean_t
-        post.mean_t = torch.sub(post.mean_t, post.solve_t(rhs), alpha=alpha / (1.0 - gamma ** (t + 1)))
+        damping = float(self.damping)
+        if damping > 0.0:  # the mean step only: (U U^T + diag(d) + N gamma I)^{-1} rhs
+            step = woodbury_solve(post.U_t, post.d_t + N * damping, rhs)
+        else:
+            step = post.solve_t(rhs)
+        post.mean_t = torch.sub(post.mean_t, step, alpha=alpha / (1.0 - gamma ** (t + 1)))
         return StepResult(float(scale * nll.sum()), f, beta)

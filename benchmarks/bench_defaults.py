@@ -1,0 +1,216 @@
+"""Every estimator exactly at its defaults, against what a scikit-learn user would run instead.
+
+No protocol epochs, batch sizes or step-size decay: each skbayes estimator is
+``Cls(random_state=k)`` (``rank`` too is SLANG's default, 8) inside
+``make_pipeline(StandardScaler(), est)``, and stops by its own rule (``max_iter``,
+``tol``, ``n_iter_no_change``; reaching ``max_iter`` is not flagged as a problem).
+Side by side in the same run: scikit-learn's ``LogisticRegression`` /
+``BayesianRidge``, ``MLPClassifier`` / ``MLPRegressor`` and
+``HistGradientBoosting*``, also at their defaults (``max_iter=1000`` for the
+logistic regression, whose default 100 does not converge on digits;
+``random_state=k`` where they take one).
+
+Data: scikit-learn's bundled ``load_digits`` (1797 x 64, 10 classes),
+``load_breast_cancer`` (569 x 30) and ``load_diabetes`` (442 x 10, regression);
+3 random stratified (classification) 70/30 splits, ``train_test_split(...,
+random_state=k)``. Metrics: test error and log-loss of ``predict_proba``; for
+regression RMSE and the mean test log-likelihood per point (skbayes:
+``log_likelihood``; BayesianRidge: its Gaussian predictive ``predict(return_std=True)``;
+the others give no predictive distribution), and the wall seconds of ``fit``.
+Issue 10's target: each Gaussian method's log-loss at or below
+``min(LogisticRegression, MLPClassifier)``.
+
+Run:  .venv/bin/python benchmarks/bench_defaults.py            (~3 min on 2 cores)
+Options: --datasets digits,breast_cancer,diabetes  --methods slang,kfac,lr,mlp  --splits 3  --jobs 2
+         --set slang.damping=0.01 (any skbayes parameter; METHOD '*': every skbayes method that has it)
+"""
+
+import argparse
+import ast
+import math
+import os
+import sys
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor
+
+import numpy as np
+from _harness import LABEL as SKB_LABEL
+from _harness import METHODS as SKB_METHODS
+from _harness import library_version, mean_se
+
+SKB = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
+SKL = ("lr", "mlp", "hgb")
+LABEL = dict(SKB_LABEL, lr="LogisticRegression / BayesianRidge", mlp="MLP", hgb="HistGradientBoosting")
+TASK = {"digits": "clf", "breast_cancer": "clf", "diabetes": "reg"}
+
+
+def load(name):
+    from sklearn import datasets
+
+    return getattr(datasets, f"load_{name}")(return_X_y=True)
+
+
+def make(method, task, seed, overrides, optional):
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    if method in SKL:
+        from sklearn import ensemble, linear_model, neural_network
+
+        if method == "lr":
+            est = linear_model.LogisticRegression(max_iter=1000) if task == "clf" else linear_model.BayesianRidge()
+        elif method == "mlp":
+            cls = neural_network.MLPClassifier if task == "clf" else neural_network.MLPRegressor
+            est = cls(random_state=seed)
+        else:
+            cls = ensemble.HistGradientBoostingClassifier if task == "clf" else ensemble.HistGradientBoostingRegressor
+            est = cls(random_state=seed)
+        return make_pipeline(StandardScaler(), est)
+    import skbayes
+
+    stem, extra = SKB_METHODS[method]
+    est = getattr(skbayes, stem + ("Regressor" if task == "reg" else "Classifier"))(random_state=seed, **extra)
+    valid = est.get_params()
+    params = {k: v for k, v in optional.items() if k in valid}
+    params.update(overrides)
+    return make_pipeline(StandardScaler(), est.set_params(**params))
+
+
+def run_one(job):
+    """Fit one method on one split (in a worker process, one torch thread)."""
+    import torch
+    from sklearn.metrics import log_loss
+    from sklearn.model_selection import train_test_split
+
+    torch.set_num_threads(1)
+    dataset, method, k, overrides, optional = job
+    task = TASK[dataset]
+    X, y = load(dataset)
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=k, stratify=y if task == "clf" else None)
+    pipe = make(method, task, k, overrides, optional)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        pipe.fit(Xtr, ytr)
+    seconds = time.perf_counter() - t0
+    est = pipe[-1]
+    out = dict(dataset=dataset, method=method, split=k, seconds=seconds)
+    convergence = [
+        w for w in caught if "Convergence" in type(w.message).__name__ and "aximum iterations" not in str(w.message)
+    ]
+    out["problems"] = sorted({str(w.message).splitlines()[0][:160] for w in convergence})
+    if getattr(est, "diverged_", False):
+        out["problems"].append("diverged")
+    if task == "clf":
+        P = pipe.predict_proba(Xte)
+        out["error"] = float(np.mean(pipe.classes_[P.argmax(1)] != yte))
+        out["logloss"] = float(log_loss(yte, P, labels=pipe.classes_))
+    else:
+        if method in SKB:
+            mean = pipe.predict(Xte)
+            out["ll"] = float(pipe[-1].log_likelihood(pipe[0].transform(Xte), yte))
+        elif method == "lr":
+            mean, std = pipe.predict(Xte, return_std=True)
+            out["ll"] = float(np.mean(-0.5 * np.log(2 * np.pi * std**2) - 0.5 * ((yte - mean) / std) ** 2))
+        else:
+            mean = pipe.predict(Xte)
+            out["ll"] = math.nan
+        out["rmse"] = float(np.sqrt(np.mean((mean - yte) ** 2)))
+    return out
+
+
+METRICS = {
+    "clf": [("error", "error (%)", 2, False), ("logloss", "log-loss", 3, False), ("seconds", "fit s", 1, False)],
+    "reg": [("rmse", "RMSE", 2, False), ("ll", "test LL", 3, True), ("seconds", "fit s", 1, False)],
+}
+
+
+def fmt(mean, se, digits):
+    if not np.isfinite(mean):
+        return "-"
+    return f"{mean:.{digits}f}" + (f" ± {se:.{digits}f}" if np.isfinite(se) else "")
+
+
+def table(datasets, methods, results):
+    lines = [
+        "| dataset | metric | " + " | ".join(LABEL[m] for m in methods) + " |",
+        "|---|---|" + "---:|" * len(methods),
+    ]
+    for d in datasets:
+        for key, label, digits, higher in METRICS[TASK[d]]:
+            cells, means = [], []
+            for m in methods:
+                rs = [r for r in results if r["dataset"] == d and r["method"] == m]
+                v = np.array([r[key] for r in rs], dtype=float) * (100.0 if key == "error" else 1.0)
+                mean, se = mean_se(v) if len(v) and np.all(np.isfinite(v)) else (math.nan, math.nan)
+                means.append(mean)
+                cells.append(fmt(mean, se, digits) + ("(!)" if any(r["problems"] for r in rs) else ""))
+            finite = [x for x in means if np.isfinite(x)]
+            if finite and key != "seconds":
+                best = max(finite) if higher else min(finite)
+                cells = [f"**{c}**" if np.isfinite(x) and x == best else c for c, x in zip(cells, means)]
+            lines.append(f"| {d} | {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--datasets", default=",".join(TASK))
+    ap.add_argument("--methods", default=",".join(SKB + SKL))
+    ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes (1 torch thread each)")
+    ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
+    args = ap.parse_args(argv)
+    datasets = [d for d in args.datasets.split(",") if d]
+    methods = [m for m in args.methods.split(",") if m]
+    for d in datasets:
+        if d not in TASK:
+            ap.error(f"unknown dataset {d!r}; choose from {list(TASK)}")
+    for m in methods:
+        if m not in SKB + SKL:
+            ap.error(f"unknown method {m!r}; choose from {list(SKB + SKL)}")
+    overrides, optional = {m: {} for m in SKB}, {m: {} for m in SKB}
+    for item in args.set:
+        try:
+            key, value = item.split("=", 1)
+            m, param = key.split(".", 1)
+            for target in SKB if m == "*" else [m]:
+                (optional if m == "*" else overrides)[target][param] = ast.literal_eval(value)
+        except (ValueError, KeyError, SyntaxError):
+            ap.error(f"--set expects METHOD.PARAM=VALUE with METHOD in {list(SKB)} or '*', got {item!r}")
+
+    import sklearn
+    import torch
+
+    cmd = " ".join(["python", os.path.relpath(sys.argv[0])] + sys.argv[1:]) if argv is None else str(argv)
+    print("# Every estimator at its defaults (bench_defaults.py)\n")
+    print(f"command: {cmd}")
+    print(f"{library_version()}, torch {torch.__version__}, scikit-learn {sklearn.__version__}, {os.cpu_count()} CPUs")
+    if args.set:
+        print(f"overrides: {args.set}")
+    jobs = [
+        (d, m, k, overrides.get(m, {}), optional.get(m, {}))
+        for d in datasets
+        for k in range(args.splits)
+        for m in methods
+    ]
+    t0 = time.perf_counter()
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        results = list(pool.map(run_one, jobs))
+    for task, title in (("clf", "Classification"), ("reg", "Regression")):
+        ds = [d for d in datasets if TASK[d] == task]
+        if ds:
+            print(f"\n## {title} (mean ± std error over {args.splits} splits; best in bold; (!) see below)\n")
+            print(table(ds, methods, results))
+    problems = [r for r in results if r["problems"]]
+    if problems:
+        print("\n(!) problems:")
+        for r in problems:
+            print(f"  {r['dataset']} {r['method']} split {r['split']}: {'; '.join(r['problems'])}")
+    print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
