@@ -27,7 +27,7 @@ class SLANGFamily(PosteriorFamily):
         "lr_decay": [Interval(numbers.Real, 0, None, closed="left"), NONE],
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
     }
-    step_size_names = ("beta", "damping")
+    step_size_names = ("beta",)
 
     param_docs = {
         "module": E(
