@@ -8,6 +8,7 @@ table formatting. Only public skbayes API is used.
 
 from __future__ import annotations
 
+import ast
 import math
 import os
 import subprocess
@@ -68,6 +69,34 @@ def make_estimator(method, task, hidden, batch, epochs, seed, overrides=None, op
         random_state=seed,
         **extra,
     )
+    return apply_overrides(est, overrides, optional)
+
+
+def parse_overrides(items, methods):
+    """The ``--set METHOD.PARAM=VALUE`` items of a benchmark's command line.
+
+    Returns ``(overrides, optional)``, two dicts ``{method: {param: value}}`` (values
+    parsed with ``ast.literal_eval``): ``METHOD`` ``*`` puts ``PARAM`` in ``optional``
+    for every method, applied only where the estimator has the parameter (see
+    :func:`apply_overrides`). Raises ``ValueError`` with a usage message.
+    """
+    overrides = {m: {} for m in methods}
+    optional = {m: {} for m in methods}
+    for item in items:
+        try:
+            key, value = item.split("=", 1)
+            m, param = key.split(".", 1)
+            for target in methods if m == "*" else [m]:
+                (optional if m == "*" else overrides)[target][param] = ast.literal_eval(value)
+        except (ValueError, KeyError, SyntaxError) as exc:
+            raise ValueError(
+                f"--set expects METHOD.PARAM=VALUE with METHOD in {list(methods)} or '*', got {item!r}"
+            ) from exc
+    return overrides, optional
+
+
+def apply_overrides(est, overrides=None, optional=None):
+    """``est.set_params`` with ``overrides``, and with those ``optional`` ones the estimator has."""
     valid = est.get_params()
     params = {k: v for k, v in (optional or {}).items() if k in valid}
     params.update(overrides or {})

@@ -26,7 +26,6 @@ Options: --datasets digits,breast_cancer,diabetes  --methods slang,kfac,lr,mlp  
 """
 
 import argparse
-import ast
 import math
 import os
 import sys
@@ -37,7 +36,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
-from _harness import library_version, mean_se
+from _harness import apply_overrides, library_version, mean_se, parse_overrides
 
 SKB = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
 SKL = ("lr", "mlp", "hgb")
@@ -71,10 +70,7 @@ def make(method, task, seed, overrides, optional):
 
     stem, extra = SKB_METHODS[method]
     est = getattr(skbayes, stem + ("Regressor" if task == "reg" else "Classifier"))(random_state=seed, **extra)
-    valid = est.get_params()
-    params = {k: v for k, v in optional.items() if k in valid}
-    params.update(overrides)
-    return make_pipeline(StandardScaler(), est.set_params(**params))
+    return make_pipeline(StandardScaler(), apply_overrides(est, overrides, optional))
 
 
 def run_one(job):
@@ -170,15 +166,10 @@ def main(argv=None):
     for m in methods:
         if m not in SKB + SKL:
             ap.error(f"unknown method {m!r}; choose from {list(SKB + SKL)}")
-    overrides, optional = {m: {} for m in SKB}, {m: {} for m in SKB}
-    for item in args.set:
-        try:
-            key, value = item.split("=", 1)
-            m, param = key.split(".", 1)
-            for target in SKB if m == "*" else [m]:
-                (optional if m == "*" else overrides)[target][param] = ast.literal_eval(value)
-        except (ValueError, KeyError, SyntaxError):
-            ap.error(f"--set expects METHOD.PARAM=VALUE with METHOD in {list(SKB)} or '*', got {item!r}")
+    try:
+        overrides, optional = parse_overrides(args.set, list(SKB))
+    except ValueError as exc:
+        ap.error(str(exc))
 
     import sklearn
     import torch

@@ -22,7 +22,6 @@ Options: --methods mlp,slang,vogn,kfac,ekfac  --epochs 5  --n-train 60000  --thr
 """
 
 import argparse
-import ast
 import gzip
 import os
 import struct
@@ -31,7 +30,7 @@ import time
 import warnings
 
 import numpy as np
-from _harness import library_version
+from _harness import apply_overrides, library_version, parse_overrides
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 METHODS = ("mlp", "slang", "vogn", "kfac", "ekfac")
@@ -64,7 +63,7 @@ def load(data_dir):
     return Xtr, ytr, Xte, yte
 
 
-def make(method, epochs, seed, overrides):
+def make(method, epochs, seed, overrides, optional):
     common = dict(hidden_layer_sizes=(400, 400), batch_size=200, max_iter=epochs, random_state=seed)
     if method == "mlp":
         from sklearn.neural_network import MLPClassifier
@@ -78,7 +77,8 @@ def make(method, epochs, seed, overrides):
         "kfac": skbayes.NoisyKFACClassifier,
         "ekfac": skbayes.NoisyEKFACClassifier,
     }[method]
-    return cls(**common, tol=0.0, n_iter_no_change=10**9, dtype="float32").set_params(**overrides.get(method, {}))
+    est = cls(**common, tol=0.0, n_iter_no_change=10**9, dtype="float32")
+    return apply_overrides(est, overrides.get(method), optional.get(method))
 
 
 def main(argv=None):
@@ -99,11 +99,10 @@ def main(argv=None):
     torch.set_num_threads(args.threads)
     epochs = args.epochs or (3 if args.quick else 5)
     n_train = args.n_train or (10_000 if args.quick else 60_000)
-    overrides = {}
-    for item in args.set:
-        key, value = item.split("=", 1)
-        m, p = key.split(".", 1)
-        overrides.setdefault(m, {})[p] = ast.literal_eval(value)
+    try:  # the skbayes methods only: MLPClassifier's parameters are not overridable
+        overrides, optional = parse_overrides(args.set, [m for m in METHODS if m != "mlp"])
+    except ValueError as exc:
+        ap.error(str(exc))
     Xtr, ytr, Xte, yte = load(args.data)
     rng = np.random.RandomState(args.seed)
     idx = rng.permutation(len(ytr))[:n_train]
@@ -117,12 +116,12 @@ def main(argv=None):
         f"{library_version()}, torch {torch.__version__}, {args.threads} torch threads, "
         f"{n_train} training rows, {len(yte)} test rows, {epochs} epochs, seed {args.seed}"
     )
-    if overrides:
-        print(f"overrides: {overrides}")
+    if args.set:
+        print(f"overrides: {args.set}")
     print()
     rows = []
     for m in [s.strip() for s in args.methods.split(",") if s.strip()]:
-        est = make(m, epochs, args.seed, overrides)
+        est = make(m, epochs, args.seed, overrides, optional)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             t0 = time.perf_counter()

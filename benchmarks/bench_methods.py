@@ -69,7 +69,6 @@ Options: --datasets boston,digits  --methods slang,bbb  --splits 3  --epochs 50 
 """
 
 import argparse
-import ast
 import json
 import math
 import os
@@ -86,6 +85,7 @@ from _harness import (
     library_version,
     make_estimator,
     mean_se,
+    parse_overrides,
     run_job,
     standardise,
     stratified_split,
@@ -246,16 +246,10 @@ def main(argv=None):
         f"load average at start {os.getloadavg()[0]:.2f}"
     )
 
-    overrides = {m: {} for m in METHODS}
-    optional = {m: {} for m in METHODS}  # from '*': applied where the estimator has the parameter
-    for item in args.set:
-        try:
-            key, value = item.split("=", 1)
-            m, param = key.split(".", 1)
-            for target in METHODS if m == "*" else [m]:
-                (optional if m == "*" else overrides)[target][param] = ast.literal_eval(value)
-        except (ValueError, KeyError, SyntaxError):
-            ap.error(f"--set expects METHOD.PARAM=VALUE with METHOD in {list(METHODS)} or '*', got {item!r}")
+    try:
+        overrides, optional = parse_overrides(args.set, list(METHODS))
+    except ValueError as exc:
+        ap.error(str(exc))
     if args.set:
         print(f"overrides: {args.set}")
     shapes, jobs = {}, []
