@@ -260,3 +260,14 @@ def library_version():
     except (OSError, subprocess.CalledProcessError):
         pass
     return info
+
+
+def print_problems(results, none_message=None):
+    """The ``(!)`` footnote of a table: every fit whose result lists ``problems``."""
+    probs = [r for r in results if r["problems"]]
+    if probs:
+        print("\n(!) problems:")
+        for r in probs:
+            print(f"  {r['dataset']} {r['method']} split {r['split']}: {'; '.join(r['problems'])}")
+    elif none_message:
+        print("\n" + none_message)

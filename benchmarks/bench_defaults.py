@@ -36,7 +36,7 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
-from _harness import apply_overrides, library_version, mean_se, parse_overrides
+from _harness import apply_overrides, library_version, mean_se, parse_overrides, print_problems
 
 SKB = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
 SKL = ("lr", "mlp", "hgb")
@@ -194,11 +194,7 @@ def main(argv=None):
         if ds:
             print(f"\n## {title} (mean ± std error over {args.splits} splits; best in bold; (!) see below)\n")
             print(table(ds, methods, results))
-    problems = [r for r in results if r["problems"]]
-    if problems:
-        print("\n(!) problems:")
-        for r in problems:
-            print(f"  {r['dataset']} {r['method']} split {r['split']}: {'; '.join(r['problems'])}")
+    print_problems(results)
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
     return 0
 

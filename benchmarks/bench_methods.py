@@ -86,6 +86,7 @@ from _harness import (
     make_estimator,
     mean_se,
     parse_overrides,
+    print_problems,
     run_job,
     standardise,
     stratified_split,
@@ -324,13 +325,7 @@ def main(argv=None):
             "mean rank = average rank over the data sets (1 = best).\n"
         )
         print(table(task, ds, ran, results))
-    probs = [r for r in results if r["problems"]]
-    if probs:
-        print("\n(!) problems:")
-        for r in probs:
-            print(f"  {r['dataset']} {r['method']} split {r['split']}: {'; '.join(r['problems'])}")
-    else:
-        print("\nNo fit diverged, failed or warned.")
+    print_problems(results, "No fit diverged, failed or warned.")
     print(
         f"\ntotal wall time {total:.0f} s, {cpu / 60:.1f} CPU-min in the fits; "
         f"load average at the end {os.getloadavg()[0]:.2f}"

@@ -68,6 +68,7 @@ from _harness import (
     make_estimator,
     mean_se,
     parse_overrides,
+    print_problems,
     run_job,
     standardise,
     uci_split,
@@ -256,11 +257,7 @@ def main(argv=None):
                 f"| {d} | {shapes[d][0]} | {LABEL[m]}{flag} | {fmt(rm, rse, digits)} | {fmt(lm, lse, digits)} "
                 f"| {spe:.3f} ({cpe:.3f}) | {pr} | {pl} | {src if ref else ''} |"
             )
-    probs = [r for r in results if r["problems"]]
-    if probs:
-        print("\n(!) problems:")
-        for r in probs:
-            print(f"  {r['dataset']} {r['method']} split {r['split']}: {'; '.join(r['problems'])}")
+    print_problems(results)
     print(f"\ntotal wall time {total:.0f} s")
     if args.json:
         with open(args.json, "w") as fh:
