@@ -83,3 +83,28 @@ def test_top_eig_from_gram_matches_eigh(D, m, k, rank_def):
     assert torch.isfinite(Uk).all()
     # columns are orthogonal with squared norms equal to the eigenvalues
     torch.testing.assert_close(Uk.T @ Uk, torch.diag(lam), rtol=1e-8, atol=1e-8)
+
+
+@pytest.mark.parametrize("L", [0, 3])
+def test_posterior_solve_with_shift_matches_dense(L):
+    """``solve_t(x, shift)`` solves ``(P + shift I) y = x`` (the damped mean step) and leaves
+    the posterior, and its cached unshifted solve, as they were."""
+    from skbayes.posteriors import DiagonalGaussian, LowRankGaussian
+
+    g = torch.Generator().manual_seed(L)
+    D = 7
+    U = torch.randn(D, L, generator=g, dtype=torch.float64)
+    d = torch.rand(D, generator=g, dtype=torch.float64) + 0.1
+    x = torch.randn(D, 2, generator=g, dtype=torch.float64)
+    posts = [LowRankGaussian(torch.zeros(D, dtype=torch.float64), U, d)]
+    if L == 0:
+        posts.append(DiagonalGaussian(torch.zeros(D, dtype=torch.float64), d))
+    P = U @ U.T + torch.diag(d)
+    for post in posts:
+        before = post.solve_t(x)
+        for shift in (0.0, 2.5):
+            want = torch.linalg.solve(P + shift * torch.eye(D, dtype=torch.float64), x)
+            torch.testing.assert_close(post.solve_t(x, shift=shift), want, rtol=1e-10, atol=1e-12)
+            torch.testing.assert_close(post.solve_t(x[:, 0], shift=shift), want[:, 0], rtol=1e-10, atol=1e-12)
+        torch.testing.assert_close(post.solve_t(x), before, rtol=0, atol=0)
+        torch.testing.assert_close(post.d_t, d, rtol=0, atol=0)

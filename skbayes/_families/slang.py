@@ -7,7 +7,6 @@ import torch
 
 from .._curvature import per_example_curvature
 from .._docs import E
-from .._linalg import woodbury_solve
 from .._validation import NONE, Interval
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
@@ -146,10 +145,6 @@ class SLANGFamily(PosteriorFamily):
             rhs = torch.add(mom, post.mean_t, alpha=lam * c)  # (1 - gamma^(t+1)) (m_hat + lam mu)
         else:
             rhs = mom + (lam * c) * post.mean_t
-        damping = float(self.damping)
-        if damping > 0.0:  # the mean step only: (U U^T + diag(d) + N gamma I)^{-1} rhs
-            step = woodbury_solve(post.U_t, post.d_t + N * damping, rhs)
-        else:
-            step = post.solve_t(rhs)
+        step = post.solve_t(rhs, shift=N * float(self.damping))  # damping: the mean step only
         post.mean_t = torch.sub(post.mean_t, step, alpha=alpha / (1.0 - gamma ** (t + 1)))
         return StepResult(float(scale * nll.sum()), f, beta)

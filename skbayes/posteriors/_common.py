@@ -91,18 +91,21 @@ class PosteriorMixin:
         """
         raise NotImplementedError
 
-    def solve_t(self, x):
-        """Apply the posterior covariance: ``P^{-1} x``.
+    def solve_t(self, x, shift=0.0):
+        """Apply the posterior covariance: ``P^{-1} x`` (or ``(P + shift I)^{-1} x``).
 
         Parameters
         ----------
         x : Tensor of shape (D,) or (D, k)
             Right-hand side(s).
+        shift : float, default=0.0
+            A constant added to the precision's diagonal for this solve only (the
+            extrinsic damping of a mean step); the posterior is not changed.
 
         Returns
         -------
         y : Tensor of the shape of ``x``
-            The solution of ``P y = x``.
+            The solution of ``(P + shift I) y = x``.
         """
         raise NotImplementedError
 

@@ -77,8 +77,9 @@ class DiagonalGaussian(PosteriorMixin):
     def logdet_precision_t(self):
         return torch.log(self.d_t).sum()
 
-    def solve_t(self, x):
-        return x / self.d_t if x.dim() == 1 else x / self.d_t[:, None]
+    def solve_t(self, x, shift=0.0):
+        d = self.d_t + shift if shift else self.d_t
+        return x / d if x.dim() == 1 else x / d[:, None]
 
     def kl_to_prior(self, prior_precision):
         if not is_scalar_precision(prior_precision):

@@ -138,7 +138,9 @@ class LowRankGaussian(PosteriorMixin):
     def logdet_precision_t(self):
         return linalg.lowrank_logdet(self.U_t, self.d_t, chol=self._small()[0])
 
-    def solve_t(self, x):
+    def solve_t(self, x, shift=0.0):
+        if shift:  # the cached capacitance factor belongs to the unshifted precision
+            return linalg.woodbury_solve(self.U_t, self.d_t + shift, x)
         return linalg.woodbury_solve(self.U_t, self.d_t, x, chol=self._small()[0])
 
     def kl_to_prior(self, prior_precision):
