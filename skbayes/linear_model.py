@@ -3,6 +3,7 @@ heteroscedastic Gaussian noise (numpy / scipy only)."""
 
 import math
 import numbers
+import os
 import warnings
 from collections import namedtuple
 
@@ -14,9 +15,110 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-__all__ = ["BayesianLinearRegression"]
+__all__ = ["BayesianLinearRegression", "MemoryLimitError"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
+_EPS = np.finfo(np.float64).eps
+
+#: Largest working memory, in GiB, that one call of ``fit`` or ``sample_y`` may
+#: ask for (``predict`` works in blocks; ``log_marginal_likelihood`` needs less
+#: than the ``fit`` that preceded it). The estimate is checked before anything
+#: large is allocated; above the limit (or above the machine's physical memory,
+#: if smaller) :class:`MemoryLimitError` is raised. Set
+#: ``skbayes.linear_model.MEMORY_LIMIT_GIB`` to change it.
+MEMORY_LIMIT_GIB = 8.0
+
+# Rows of the query matrix processed at once by predict(return_std=True).
+_PREDICT_CHUNK_BYTES = 64 * 2**20
+
+
+class MemoryLimitError(MemoryError, ValueError):
+    """The working memory a computation needs exceeds ``MEMORY_LIMIT_GIB``.
+
+    Raised before anything large is allocated. The message names the estimated
+    size, the shapes involved and what to do instead. It subclasses
+    ``MemoryError`` (what would otherwise happen) and ``ValueError`` (the input
+    is too large for an exact dense computation).
+    """
+
+
+def _gib(nbytes):
+    return nbytes / 2**30
+
+
+def _memory_limit_bytes():
+    """``MEMORY_LIMIT_GIB`` in bytes, capped by the physical memory when it can be queried."""
+    limit = float(MEMORY_LIMIT_GIB) * 2**30
+    try:
+        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        physical = 0
+    if physical > 0:
+        limit = min(limit, float(physical))
+    return limit
+
+
+def _check_memory(nbytes, what, detail):
+    """Raise MemoryLimitError if ``nbytes`` (an estimate) exceeds the limit."""
+    limit = _memory_limit_bytes()
+    if nbytes <= limit:
+        return
+    raise MemoryLimitError(
+        f"BayesianLinearRegression.{what} would need about {_gib(nbytes):.1f} GiB of memory: {detail}. "
+        f"That is above the limit of {_gib(limit):.1f} GiB (skbayes.linear_model.MEMORY_LIMIT_GIB = "
+        f"{MEMORY_LIMIT_GIB}, capped by the physical memory), so nothing was allocated. The exact posterior "
+        "is a dense n_features x n_features matrix: use fewer features (feature selection, or a "
+        "dimensionality reduction such as sklearn.decomposition.PCA or TruncatedSVD in a pipeline), or an "
+        "estimator with a structured posterior, e.g. skbayes.SLANGRegressor(hidden_layer_sizes=()) "
+        "(a linear model with a low-rank-plus-diagonal covariance), or raise "
+        "skbayes.linear_model.MEMORY_LIMIT_GIB if the machine has the memory."
+    )
+
+
+def _solve_memory_bytes(n, d, restricted, compute_sigma):
+    """Peak bytes of :func:`_solve` (float64 arrays it allocates), and the route it takes."""
+    n_eff = n - 1 if restricted else n
+    primal = d <= n_eff
+    words = n * d  # whitened design
+    if primal:
+        words += (3 if compute_sigma else 2) * d * d  # A and its factor; the inverse factor and sigma
+    else:
+        words += (n * d if restricted else 0) + 2 * n_eff * n_eff  # Householder update; K and its factor
+        if compute_sigma:
+            words += n_eff * d + 2 * d * d  # triangular solve; sigma and its symmetrisation
+    return 8 * words, ("primal" if primal else "dual")
+
+
+def _fit_memory_bytes(n, d, restricted, learn_noise):
+    """Peak bytes of a fit besides the validated input: the standardised copy of X kept by the
+    estimator, then the larger of the thin SVD (learned noise) and the solve."""
+    k = min(n, d)
+    svd = 8 * (n * d + n * k + k * d + 5 * k * k) if learn_noise else 0  # LAPACK's copy, U, V^T, work
+    solve, route = _solve_memory_bytes(n, d, restricted, compute_sigma=True)
+    return 8 * n * d + max(svd, solve), route
+
+
+def _column_scales(Zc, weights, offset):
+    """Scales used to standardise: the weighted root mean square of each column of ``Zc``.
+
+    ``Zc`` are the data after subtracting ``offset`` (None without centring), ``weights``
+    sum to one. A column whose spread is at the rounding level of its offset (a constant
+    column) gets the magnitude of its offset instead, and an all-zero column gets 1, so
+    that every scale is positive and proportional to the scale of the data.
+    """
+    if Zc.ndim == 1:
+        s = math.sqrt(float(weights @ (Zc * Zc)))
+        s = np.array([s])
+        off = np.array([0.0 if offset is None else abs(float(offset))])
+    else:
+        s = np.sqrt(np.einsum("i,ij,ij->j", weights, Zc, Zc))
+        off = np.zeros(Zc.shape[1]) if offset is None else np.abs(offset)
+    n = Zc.shape[0]
+    constant = s <= n * _EPS * off
+    s = np.where(constant, off, s)
+    s[~(s > 0)] = 1.0
+    return s
+
 
 # Result of one exact Gaussian solve at fixed hyper-parameters.
 _Posterior = namedtuple("_Posterior", ["coef", "sigma", "log_evidence", "route", "chol", "design"])
@@ -97,7 +199,7 @@ def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
         nu = np.linalg.norm(u)
         if nu > 0:
             u /= nu
-            Xw = Xw - 2.0 * np.outer(u, u @ Xw)
+            Xw -= np.outer(2.0 * u, u @ Xw)  # Xw is a fresh array: update it in place
             yw = yw - 2.0 * u * (u @ yw)
         Xw, yw = Xw[1:], yw[1:]
     # log|L + Xc Xc^T / alpha| = -sum(log r) + log|I_n + Xw Xw^T / alpha|
@@ -106,6 +208,7 @@ def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
         A = Xw.T @ Xw
         A.flat[:: d + 1] += alpha
         chol = _cholesky(A, "posterior precision")
+        del A
         coef = linalg.cho_solve((chol, True), Xw.T @ yw, check_finite=False)
         # |I_n + Xw Xw^T / alpha| = |A| / alpha^d
         logdet += 2.0 * np.sum(np.log(np.diag(chol))) - d * math.log(alpha)
@@ -114,13 +217,15 @@ def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
         quad = resid @ resid + alpha * (coef @ coef)
         sigma = None
         if compute_sigma:
-            Linv = linalg.solve_triangular(chol, np.eye(d), lower=True, check_finite=False)
+            Linv = linalg.solve_triangular(chol, np.eye(d), lower=True, overwrite_b=True, check_finite=False)
             sigma = Linv.T @ Linv  # A^{-1} = L^{-T} L^{-1}
+            del Linv
     elif method == "dual":
         m_ = Xw.shape[0]
         K = Xw @ Xw.T
         K.flat[:: m_ + 1] += alpha
         chol = _cholesky(K, "dual (Gram)")
+        del K
         z = linalg.solve_triangular(chol, yw, lower=True, check_finite=False)
         a = linalg.solve_triangular(chol.T, z, lower=False, check_finite=False)
         coef = Xw.T @ a  # (alpha I + Xw^T Xw)^{-1} Xw^T yw = Xw^T (alpha I + Xw Xw^T)^{-1} yw
@@ -130,7 +235,9 @@ def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
         sigma = None
         if compute_sigma:
             B = linalg.solve_triangular(chol, Xw, lower=True, check_finite=False)
-            sigma = -(B.T @ B)
+            sigma = B.T @ B
+            del B
+            sigma *= -1.0
             sigma.flat[:: d + 1] += 1.0
             sigma /= alpha  # (I - Xw^T K^{-1} Xw) / alpha
             sigma = 0.5 * (sigma + sigma.T)
@@ -155,7 +262,9 @@ def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
     with ``m = n`` (``n - 1`` when an intercept was integrated out). When
     ``yc`` lies in the span of ``Xc`` (typically ``d >= n``) the evidence can
     increase all the way to zero noise; the result is then the lower end of
-    the bracket (the largest noise precision searched). It costs
+    the bracket (the largest noise precision searched): a noise variance of
+    ``1e-12 |yc|^2 / n``, or the smallest one that keeps the condition number
+    of the factorised matrix at most ``1e12``, whichever is larger. It costs
     O(min(n, d)) per evaluation. A grid over a bracket known to contain the
     maximiser is followed by bounded Brent refinement.
 
@@ -187,11 +296,20 @@ def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
 
     # The stationarity condition sum_j [c_j^2 - (u + lam_j)] / (u + lam_j)^2 = 0 has
     # no root with u > max_j c_j^2, so the maximising noise variance u is at most
-    # |yc|^2. The lower end keeps cond(alpha I + tau Xc^T Xc) <= 1e12.
+    # |yc|^2. The lower end keeps the condition number of the matrix that _solve
+    # factorises, (alpha + tau s_1^2) / (alpha + tau s_p^2) with p = min(d, m) (its
+    # eigenvalues are alpha + tau s_j^2, j <= p), at most C = 1e12:
+    # u >= (s_1^2 - C s_p^2) / ((C - 1) alpha), no constraint when s_1^2 <= C s_p^2.
     y2 = float(yc @ yc)
     scale = y2 if y2 > 0 else 1.0
-    s_max2 = float(s[0] ** 2) if s.size else 0.0
-    lo = max(1e-12 * scale / max(n, 1), s_max2 / (1e12 * alpha))
+    p = min(d, m)
+    cond_max = 1e12
+    lo_cond = 0.0
+    if p > 0 and s.size:
+        s_1 = float(s[0] ** 2)
+        s_p = float(s[p - 1] ** 2) if p <= s.size else 0.0
+        lo_cond = max(s_1 - cond_max * s_p, 0.0) / ((cond_max - 1.0) * alpha)
+    lo = max(1e-12 * scale / max(n, 1), lo_cond)
     hi = max(scale, 1e2 * lo)
     t_lo, t_hi = math.log(lo), math.log(hi)
     n_grid = int(math.ceil((t_hi - t_lo) / 0.25)) + 1
@@ -206,32 +324,58 @@ def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
         options={"xatol": max(tol, 1e-12), "maxiter": max_iter},
     )
     t_best = float(res.x) if res.fun <= values[i] else float(grid[i])
+    if i == n_grid - 1 and res.fun > values[i] - 1e-9 * (1.0 + abs(values[i])):
+        # The evidence still increases at the low-noise end of the bracket (interpolation):
+        # return that end, not whichever point of the flat tail rounding favours.
+        t_best = t_lo
     return math.exp(-t_best), int(res.nit), bool(res.success)
 
 
 class BayesianLinearRegression(RegressorMixin, BaseEstimator):
-    """Bayesian linear regression with a fixed prior precision.
+    """Bayesian linear regression with a fixed prior precision on standardised data.
 
     Exact conjugate Gaussian inference for the model
 
-        y = X w + b + noise,   w ~ N(0, alpha^{-1} I),   noise ~ N(0, L),
+        y = X w + b + noise,   w_j ~ N(0, y_scale^2 / (alpha X_scale_j^2)),
+        noise ~ N(0, L),
 
-    where the intercept ``b`` has a flat (improper) prior and is integrated out,
-    and the noise covariance ``L`` is either homoscedastic, ``L = I /
-    noise_precision``, or heteroscedastic with per-sample variances passed to
-    :meth:`fit`, ``L = diag(noise_variance)``. The prior precision ``alpha`` is
-    held fixed; the noise precision is either fixed or learned by maximising the
-    log marginal likelihood (evidence). See the Notes section for the
-    computations.
+    with independent weights. Equivalently, in the standardised problem
+    (column ``j`` of ``X`` divided by ``X_scale_j``, ``y`` divided by
+    ``y_scale``) the weights are ``N(0, alpha^{-1} I)``. ``X_scale`` and
+    ``y_scale`` are the standard deviations of the training columns and
+    targets (see ``alpha``), so predictions do not depend on the units of
+    ``X`` or ``y``. The intercept ``b`` has a flat (improper) prior and is
+    integrated out, and the noise covariance ``L`` is either homoscedastic,
+    ``L = I / noise_precision``, or heteroscedastic with per-sample variances
+    passed to :meth:`fit`, ``L = diag(noise_variance)``. The prior precision
+    ``alpha`` is held fixed; the noise precision is either fixed or learned by
+    maximising the log marginal likelihood (evidence). See the Notes section
+    for the computations.
 
     Parameters
     ----------
     alpha : float, default=1.0
-        Precision of the Gaussian prior over the weights (held fixed). Must
-        be positive.
+        Precision of the Gaussian prior over the weights of the *standardised*
+        problem, held fixed; must be positive. Before solving, every column of
+        ``X`` is divided by its scale ``X_scale_`` and ``y`` by ``y_scale_``:
+        their standard deviations over the training data (weighted by the
+        inverse noise variances when ``noise_variance`` is given, and the root
+        mean square about zero when ``fit_intercept=False``). ``alpha`` is
+        therefore dimensionless: ``alpha=1`` says that a change of one
+        standard deviation in any feature is a priori expected to move ``y``
+        by about one standard deviation of ``y``. In the units of the data the
+        prior precision of ``coef_[j]`` is
+        ``alpha * X_scale_[j] ** 2 / y_scale_ ** 2``. Because the scales come
+        from the training data, ``coef_``, ``sigma_``, ``noise_precision_`` and
+        the predictive mean and standard deviation transform exactly with the
+        units: multiplying column ``j`` of ``X`` by ``c`` divides ``coef_[j]`` by
+        ``c`` and leaves every prediction unchanged; multiplying ``y`` by ``c``
+        multiplies the predictive mean and standard deviation by ``c`` and
+        divides ``noise_precision_`` by ``c ** 2``.
 
     noise_precision : float or "auto", default="auto"
-        Precision (inverse variance) of the homoscedastic Gaussian noise.
+        Precision (inverse variance) of the homoscedastic Gaussian noise, in
+        the units of ``y`` (``1 / y_units ** 2``, not standardised).
         If a float, it is held fixed. If "auto", it is set to the value that
         maximises the exact log marginal likelihood of the training data with
         ``alpha`` fixed (a one-dimensional maximisation over the log noise
@@ -260,28 +404,32 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     Attributes
     ----------
     coef_ : ndarray of shape (n_features,)
-        Posterior mean of the weights.
+        Posterior mean of the weights, in the units of the data.
 
     intercept_ : float
         Independent term in the decision function (posterior mean of the
         intercept). Set to 0.0 if ``fit_intercept=False``.
 
     sigma_ : ndarray of shape (n_features, n_features)
-        Posterior covariance matrix of the weights,
-        ``(alpha I + Xc^T L^{-1} Xc)^{-1}`` with ``Xc`` the centred inputs.
+        Posterior covariance matrix of the weights, in the units of the data,
+        ``(P + Xc^T L^{-1} Xc)^{-1}`` with ``Xc`` the centred inputs and
+        ``P = alpha diag(X_scale_ ** 2) / y_scale_ ** 2`` the prior precision.
 
     alpha_ : float
-        Prior precision of the weights (equal to ``alpha``).
+        Prior precision of the weights of the standardised problem (equal to
+        ``alpha``).
 
     noise_precision_ : float
-        Precision of the homoscedastic noise: the fixed ``noise_precision`` or
-        the evidence-maximising value. NaN after a heteroscedastic fit (with
-        ``noise_variance``), for which there is no single noise level.
+        Precision of the homoscedastic noise in the units of ``y``: the fixed
+        ``noise_precision`` or the evidence-maximising value. NaN after a
+        heteroscedastic fit (with ``noise_variance``), for which there is no
+        single noise level.
 
     log_marginal_likelihood_value_ : float
-        Log marginal likelihood of the training targets at ``alpha_`` and the
-        fitted noise. With ``fit_intercept=True`` this is the evidence with the
-        flat-prior intercept integrated out (see Notes).
+        Log marginal likelihood (a density of the training targets in the
+        units of ``y``) at ``alpha_`` and the fitted noise. With
+        ``fit_intercept=True`` this is the evidence with the flat-prior
+        intercept integrated out (see Notes).
 
     n_iter_ : int
         Number of iterations of the evidence maximisation; 0 when the noise
@@ -290,6 +438,16 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     X_offset_ : ndarray of shape (n_features,)
         Noise-precision-weighted mean of the training inputs subtracted before
         fitting if ``fit_intercept=True``; zeros otherwise.
+
+    X_scale_ : ndarray of shape (n_features,)
+        Scale of each input column that ``alpha`` refers to: the
+        noise-precision-weighted standard deviation of the column (its root
+        mean square if ``fit_intercept=False``). A constant column gets the
+        magnitude of its value, an all-zero column 1.
+
+    y_scale_ : float
+        Scale of the targets that ``alpha`` refers to, defined like
+        ``X_scale_``.
 
     n_features_in_ : int
         Number of features seen during :term:`fit`.
@@ -305,44 +463,74 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
 
     Notes
     -----
-    Write ``Xc``, ``yc`` for the centred data and ``Xw = L^{-1/2} Xc``,
-    ``yw = L^{-1/2} yc`` for their whitened versions. The posterior over the
-    weights is ``N(m, S)`` with ``S = (alpha I + Xw^T Xw)^{-1}`` and
-    ``m = S Xw^T yw``. When ``n_features <= n'`` (``n' = n_samples``, or
-    ``n_samples - 1`` with an intercept) the d x d matrix
-    ``alpha I + Xw^T Xw`` is factorised by Cholesky (primal route); otherwise
-    the n' x n' matrix ``alpha I + Xw Xw^T`` is (dual route, via the Woodbury
-    and push-through identities ``m = Xw^T (alpha I + Xw Xw^T)^{-1} yw`` and
-    ``S = (I - Xw^T (alpha I + Xw Xw^T)^{-1} Xw) / alpha``), so the cost is
-    cubic in ``min(n_samples, n_features)``. With an intercept, centring
-    makes ``L^{-1/2} 1`` orthogonal to every column of ``Xw``; the dual route
-    rotates that direction out (one Householder reflection) and works with
-    ``n_samples - 1`` rows, so that the Gram matrix stays well conditioned
-    even when ``alpha`` is negligible. No matrix is inverted explicitly;
-    log-determinants come from the Cholesky factors.
+    **Standardisation.** Write ``Xc``, ``yc`` for the centred data,
+    ``Xs = Xc diag(1 / X_scale_)`` and ``ys = yc / y_scale_`` for the
+    standardised data and ``Ls = L / y_scale_ ** 2`` for the noise covariance
+    in standardised units. Everything below is computed for ``(Xs, ys, Ls)``
+    with the prior ``N(0, I / alpha)`` and mapped back exactly:
+    ``coef_ = m * y_scale_ / X_scale_``, ``sigma_ = D S D`` with
+    ``D = diag(y_scale_ / X_scale_)``, ``noise_precision_ = tau_s /
+    y_scale_ ** 2``, and the log evidence of ``y`` is that of ``ys`` minus
+    ``n' log(y_scale_)`` (the Jacobian; ``n' = n_samples - 1`` with an
+    intercept, ``n_samples`` without). This is the same model as
+    :class:`~sklearn.linear_model.BayesianRidge` fitted to the standardised
+    data with ``lambda_ = alpha`` and ``alpha_ = noise_precision_ *
+    y_scale_ ** 2``. The standardisation makes the numerical work (and the
+    bracket of the noise search, below) independent of the units, so the
+    results are invariant to rescaling to rounding error, not just in exact
+    arithmetic. Because the scales are estimated from the training data the
+    prior is data-dependent (an empirical-Bayes choice, as with
+    ``GaussianProcessRegressor(normalize_y=True)``).
 
-    The log evidence is ``log N(yc | 0, L + Xc Xc^T / alpha)``. With
-    ``fit_intercept=True`` the intercept is integrated out under its flat
-    prior, which adds ``log(2 pi) / 2 - log(sum_i 1 / L_ii) / 2``; this is the
-    limit of ``log p(y) + log(2 pi s^2) / 2`` under a ``N(0, s^2)`` prior on
-    the intercept as ``s -> inf``. It is invariant to shifting ``y`` and
-    counts ``n_samples - 1`` residual degrees of freedom, so the learned
-    noise precision satisfies the fixed point
+    **Posterior.** Write ``Xw = Ls^{-1/2} Xs`` and ``yw = Ls^{-1/2} ys``
+    for the whitened data. The posterior over the standardised weights is
+    ``N(m, S)`` with ``S = (alpha I + Xw^T Xw)^{-1}`` and ``m = S Xw^T yw``.
+    When ``n_features <= n'`` the d x d matrix ``alpha I + Xw^T Xw`` is
+    factorised by Cholesky (primal route); otherwise the n' x n' matrix
+    ``alpha I + Xw Xw^T`` is (dual route, via the Woodbury and push-through
+    identities ``m = Xw^T (alpha I + Xw Xw^T)^{-1} yw`` and
+    ``S = (I - Xw^T (alpha I + Xw Xw^T)^{-1} Xw) / alpha``), so the cost is
+    cubic in ``min(n_samples, n_features)``, plus ``O(n d^2)`` to form
+    ``sigma_``. With an intercept, centring makes ``Ls^{-1/2} 1`` orthogonal
+    to every column of ``Xw``; the dual route rotates that direction out (one
+    Householder reflection) and works with ``n_samples - 1`` rows, so that the
+    Gram matrix stays well conditioned even when ``alpha`` is negligible. No
+    matrix is inverted explicitly; log-determinants come from the Cholesky
+    factors.
+
+    **Evidence.** The log evidence is ``log N(yc | 0, L + Xc P^{-1} Xc^T)``
+    with ``P`` the prior precision of ``sigma_``. With ``fit_intercept=True``
+    the intercept is integrated out under its flat prior, which adds
+    ``log(2 pi) / 2 - log(sum_i 1 / L_ii) / 2``; this is the limit of
+    ``log p(y) + log(2 pi s^2) / 2`` under a ``N(0, s^2)`` prior on the
+    intercept as ``s -> inf``. It is invariant to shifting ``y`` and counts
+    ``n_samples - 1`` residual degrees of freedom, so the learned noise
+    precision satisfies the fixed point
     ``noise_precision_ = (n_samples - 1 - gamma) / SSE`` with
-    ``gamma = n_features - alpha trace(S)`` (``n_samples`` instead of
+    ``gamma = n_features - trace(P sigma_)`` (``n_samples`` instead of
     ``n_samples - 1`` without intercept). scikit-learn's BayesianRidge uses
     ``n_samples`` in both cases.
 
     With ``noise_precision="auto"`` the evidence is maximised over the log
-    noise variance using a thin SVD of ``Xc`` (each evaluation then costs
+    noise variance using a thin SVD of ``Xs`` (each evaluation then costs
     O(min(n_samples, n_features))): a grid over a bracket that provably
     contains the maximiser, then bounded Brent refinement. The search is
-    limited to noise variances of at least ``1e-12 |yc|^2 / n_samples`` and
-    at least what keeps the condition number of the posterior precision
-    below 1e12. The posterior at the selected value is then computed by
-    Cholesky as above.
+    limited to noise variances of at least ``1e-12 y_scale_ ** 2`` and at
+    least what keeps the condition number of the factorised matrix below 1e12
+    (no limit from the latter unless the standardised inputs are that ill
+    conditioned). When ``n_features >= n_samples`` and the prior is vague, the
+    evidence can increase all the way to zero noise (interpolation); the
+    result is then that lower end of the search, a large noise precision. The
+    posterior at the selected value is then computed by Cholesky as above.
 
-    The estimator keeps the centred training data (like
+    **Memory.** ``sigma_`` is a dense n_features x n_features matrix. Before
+    allocating anything large, :meth:`fit` (and :meth:`sample_y`) estimate
+    their working memory and raise :class:`MemoryLimitError`, naming the size
+    and the shapes, if it exceeds ``skbayes.linear_model.MEMORY_LIMIT_GIB``
+    (8 GiB by default) or the physical memory. :meth:`predict` works through
+    the query points in blocks.
+
+    The estimator keeps the standardised training data (like
     :class:`~sklearn.gaussian_process.GaussianProcessRegressor`) so that
     :meth:`log_marginal_likelihood` can be evaluated at other
     hyper-parameters and :meth:`sample_y` can draw exact posterior samples.
@@ -423,18 +611,27 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             Target values.
 
         noise_variance : array-like of shape (n_samples,), default=None
-            Known per-sample noise variances (heteroscedastic noise,
-            ``L = diag(noise_variance)``). They are used as given: no noise
-            level is learned, ``noise_precision`` must then be "auto" or 1.0
-            and ``noise_precision_`` is set to NaN. If None, the noise is
-            homoscedastic with precision ``noise_precision``.
+            Known per-sample noise variances in the units of ``y``
+            (heteroscedastic noise, ``L = diag(noise_variance)``). They are used
+            as given: no noise level is learned, ``noise_precision`` must then
+            be "auto" or 1.0 and ``noise_precision_`` is set to NaN. If None,
+            the noise is homoscedastic with precision ``noise_precision``.
 
         Returns
         -------
         self : object
             Fitted estimator.
+
+        Raises
+        ------
+        MemoryLimitError
+            If the estimated working memory (dominated by the
+            n_features x n_features posterior covariance) exceeds
+            ``skbayes.linear_model.MEMORY_LIMIT_GIB``; raised before anything
+            large is allocated.
         """
         alpha, tau = self._check_params()
+        previous = {k: v for k, v in vars(self).items() if k in ("n_features_in_", "feature_names_in_")}
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         y = np.asarray(y, dtype=np.float64)
         n_samples, n_features = X.shape
@@ -450,47 +647,81 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             r = 1.0 / self._check_noise_variance(noise_variance, n_samples)
         else:
             r = np.ones(n_samples)
-
         restricted = bool(self.fit_intercept)
+        learn_noise = not hetero and tau == "auto"
+
+        nbytes, route = _fit_memory_bytes(n_samples, n_features, restricted, learn_noise)
+        m = n_features if route == "primal" else n_samples - int(restricted)
+        try:
+            _check_memory(
+                nbytes,
+                "fit",
+                f"X has shape ({n_samples}, {n_features}); the posterior covariance sigma_ alone is a "
+                f"({n_features}, {n_features}) float64 array of {_gib(8.0 * n_features**2):.1f} GiB, "
+                f"and the {route} solve factorises a ({m}, {m}) matrix",
+            )
+        except MemoryLimitError:  # leave the estimator as it was (validate_data set these)
+            for k in ("n_features_in_", "feature_names_in_"):
+                self.__dict__.pop(k, None)
+            self.__dict__.update(previous)
+            raise
+
+        weights = r / np.sum(r)
         if restricted:
-            X_offset = np.average(X, axis=0, weights=r)
-            y_offset = float(np.average(y, weights=r))
+            X_offset = weights @ X
+            y_offset = float(weights @ y)
         else:
             X_offset = np.zeros(n_features)
             y_offset = 0.0
-        Xc = X - X_offset
+        # Standardise (see Notes): Xs = (X - X_offset) / X_scale, ys = (y - y_offset) / y_scale,
+        # per-sample noise precisions in units of ys.
+        Xs = X - X_offset
         yc = y - y_offset
+        X_scale = _column_scales(Xs, weights, X_offset if restricted else None)
+        y_scale = float(_column_scales(yc, weights, y_offset if restricted else None)[0])
+        Xs /= X_scale
+        ys = yc / y_scale
 
         n_iter = 0
         if hetero:
             tau_ = float("nan")
+            r_s = r * y_scale**2
         elif tau == "auto":
-            tau_, n_iter, converged = _maximise_noise_precision(Xc, yc, alpha, restricted, self.max_iter, self.tol)
+            tau_s, n_iter, converged = _maximise_noise_precision(Xs, ys, alpha, restricted, self.max_iter, self.tol)
             if not converged:
                 warnings.warn(
                     f"The evidence maximisation over noise_precision did not converge in max_iter={self.max_iter} "
                     "iterations; increase max_iter.",
                     ConvergenceWarning,
                 )
-            r = r * tau_
+            r_s = np.full(n_samples, tau_s)
+            tau_ = tau_s / y_scale**2
         else:
             tau_ = tau
-            r = r * tau_
+            r_s = np.full(n_samples, tau * y_scale**2)
 
-        post = _solve(Xc, yc, r, alpha, restricted)
+        post = _solve(Xs, ys, r_s, alpha, restricted)
 
-        self.coef_ = post.coef
-        self.sigma_ = post.sigma
-        self.intercept_ = float(y_offset - X_offset @ post.coef) if restricted else 0.0
+        ratio = y_scale / X_scale  # standardised weights -> weights in data units
+        coef = post.coef * ratio
+        sigma = post.sigma
+        sigma *= ratio[:, None]
+        sigma *= ratio[None, :]
+        self.coef_ = coef
+        self.sigma_ = sigma
+        self.intercept_ = float(y_offset - X_offset @ coef) if restricted else 0.0
         self.alpha_ = alpha
         self.noise_precision_ = float(tau_)
-        self.log_marginal_likelihood_value_ = post.log_evidence
+        self.log_marginal_likelihood_value_ = post.log_evidence - self._log_jacobian(n_samples, restricted, y_scale)
         self.n_iter_ = n_iter
         self.X_offset_ = X_offset
-        # Kept for log_marginal_likelihood and sample_y.
-        self._X_train = Xc
-        self._y_train = yc
-        self._precision_train = r  # per-sample noise precisions at the fitted noise
+        self.X_scale_ = X_scale
+        self.y_scale_ = y_scale
+        # Kept (standardised) for log_marginal_likelihood and sample_y.
+        self._X_train = Xs
+        self._y_train = ys
+        self._precision_train = r_s  # per-sample noise precisions at the fitted noise, units of ys
+        self._coef_std = post.coef
         self._y_offset = y_offset
         self._heteroscedastic = hetero
         self._restricted = restricted
@@ -498,6 +729,12 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self._chol = post.chol
         self._dual_design = post.design
         return self
+
+    @staticmethod
+    def _log_jacobian(n_samples, restricted, y_scale):
+        """``log p(ys) - log p(y)``: the evidence of ``y`` is that of ``ys = yc / y_scale`` in
+        ``n_samples - restricted`` dimensions (the flat-prior intercept removes one)."""
+        return (n_samples - int(restricted)) * math.log(y_scale)
 
     def predict(self, X, return_std=False):
         """Predict using the linear model.
@@ -532,10 +769,15 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         y_mean = X @ self.coef_ + self.intercept_
         if not return_std:
             return y_mean
-        Xc = X - self.X_offset_
-        var = np.maximum(np.sum((Xc @ self.sigma_) * Xc, axis=1), 0.0)
+        n, d = X.shape
+        var = np.empty(n)
+        step = max(1, _PREDICT_CHUNK_BYTES // (16 * max(d, 1)))  # two (step, d) temporaries
+        for start in range(0, n, step):
+            Xc = X[start : start + step] - self.X_offset_
+            var[start : start + step] = np.einsum("ij,ij->i", Xc @ self.sigma_, Xc)
+        np.maximum(var, 0.0, out=var)
         if not self._heteroscedastic:
-            var = var + 1.0 / self.noise_precision_
+            var += 1.0 / self.noise_precision_
         return y_mean, np.sqrt(var)
 
     def sample_y(self, X, n_samples=1, random_state=0):
@@ -566,25 +808,41 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         y_samples : ndarray of shape (n_samples_X, n_samples)
             Values of n_samples samples drawn from the posterior predictive
             distribution and evaluated at query points.
+
+        Raises
+        ------
+        MemoryLimitError
+            If the draws (``n_features x n_samples`` weights and
+            ``n_samples_X x n_samples`` values, with temporaries) would exceed
+            ``skbayes.linear_model.MEMORY_LIMIT_GIB``.
         """
         check_is_fitted(self)
         if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be an int >= 1, got {n_samples!r}.")
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        n_q, d = X.shape
+        rows = 0 if self._route == "primal" else self._dual_design.shape[0]
+        _check_memory(
+            8.0 * (3 * d * n_samples + 3 * rows * n_samples + n_q * d + 2 * n_q * n_samples),
+            "sample_y",
+            f"X has shape ({n_q}, {d}) and {n_samples} draws need ({d}, {n_samples}) weight and "
+            f"({n_q}, {n_samples}) output arrays; draw fewer samples at a time",
+        )
         rng = check_random_state(random_state)
-        d = self.coef_.shape[0]
         if self._route == "primal":
-            # sigma_ = A^{-1} = C^{-T} C^{-1} with A = C C^T: w = m + C^{-T} z.
+            # S = A^{-1} = C^{-T} C^{-1} with A = C C^T: w = m + C^{-T} z (standardised weights).
             z = rng.standard_normal((d, n_samples))
-            W = self.coef_[:, None] + linalg.solve_triangular(self._chol.T, z, lower=False, check_finite=False)
+            W = linalg.solve_triangular(self._chol.T, z, lower=False, overwrite_b=True, check_finite=False)
         else:
             # Exact posterior draws by perturbing the prior and the data (Matheron's rule):
             # w = m + w0 - Xw^T K^{-1} (Xw w0 + e), w0 ~ N(0, I/alpha), e ~ N(0, I_n'),
             # with Xw the (rotated) whitened rows factorised at fit time.
             Xw = self._dual_design
-            w0 = rng.standard_normal((d, n_samples)) / math.sqrt(self.alpha_)
+            W = rng.standard_normal((d, n_samples)) / math.sqrt(self.alpha_)
             e = rng.standard_normal((Xw.shape[0], n_samples))
-            W = self.coef_[:, None] + w0 - Xw.T @ linalg.cho_solve((self._chol, True), Xw @ w0 + e, check_finite=False)
+            W -= Xw.T @ linalg.cho_solve((self._chol, True), Xw @ W + e, check_finite=False)
+        W += self._coef_std[:, None]
+        W *= (self.y_scale_ / self.X_scale_)[:, None]  # to the units of the data
         y_samples = (X - self.X_offset_) @ W + self._y_offset
         if not self._heteroscedastic:
             y_samples += rng.standard_normal(y_samples.shape) / math.sqrt(self.noise_precision_)
@@ -596,18 +854,21 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         Parameters
         ----------
         alpha : float, default=None
-            Prior precision of the weights. If None, ``alpha_`` is used.
+            Prior precision of the weights of the standardised problem (see
+            the class parameter). If None, ``alpha_`` is used.
 
         noise_precision : float, default=None
-            Noise precision (homoscedastic fits only). If None,
-            ``noise_precision_`` is used. Must be None after a heteroscedastic
-            fit, whose per-sample variances are always used.
+            Noise precision in the units of ``y`` (homoscedastic fits only).
+            If None, ``noise_precision_`` is used. Must be None after a
+            heteroscedastic fit, whose per-sample variances are always used.
 
         Returns
         -------
         log_likelihood : float
-            Log marginal likelihood of the training targets at the given
-            hyper-parameters, ``log N(yc | 0, L + Xc Xc^T / alpha)``, plus
+            Log marginal likelihood of the training targets (a density in the
+            units of ``y``) at the given hyper-parameters,
+            ``log N(yc | 0, L + Xc P^{-1} Xc^T)`` with the prior precision
+            ``P = alpha diag(X_scale_ ** 2) / y_scale_ ** 2``, plus
             ``log(2 pi) / 2 - log(sum_i 1 / L_ii) / 2`` for the flat-prior
             intercept when ``fit_intercept=True`` (see Notes of the class).
         """
@@ -621,5 +882,6 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
                     "those variances are used."
                 )
             tau = _check_positive("noise_precision", noise_precision)
-            r = np.full_like(r, tau)
-        return _solve(self._X_train, self._y_train, r, alpha, self._restricted, compute_sigma=False).log_evidence
+            r = np.full_like(r, tau * self.y_scale_**2)
+        post = _solve(self._X_train, self._y_train, r, alpha, self._restricted, compute_sigma=False)
+        return post.log_evidence - self._log_jacobian(len(r), self._restricted, self.y_scale_)
