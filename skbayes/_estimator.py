@@ -9,8 +9,10 @@ arguments). Training itself runs in :mod:`skbayes._loop`.
 
 from __future__ import annotations
 
+import copy
 import math
 import numbers
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -45,9 +47,13 @@ from ._validation import (
     merged_constraints,
     validate_params,
 )
+from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning
 from .metrics import mixture_log_likelihood
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
+
+#: Column standard deviations outside this range trigger an ``InputScaleWarning``.
+INPUT_SCALE = (1e-3, 1e3)
 
 
 def _torch_dtype(dtype) -> torch.dtype:
@@ -61,6 +67,17 @@ def _is_supported_dtype(dtype) -> bool:
     except (KeyError, TypeError):
         return False
     return True
+
+
+def _is_available_device(value) -> bool:
+    if not isinstance(value, (str, torch.device)):
+        return False
+    device = torch.device(value)
+    if device.type == "cuda":
+        return torch.cuda.is_available() and (device.index is None or device.index < torch.cuda.device_count())
+    if device.type == "mps":
+        return torch.backends.mps.is_available()
+    return device.type == "cpu"
 
 
 def _is_layer_sizes(value) -> bool:
@@ -123,7 +140,9 @@ class BayesianNetwork(BaseEstimator):
         "n_iter_no_change": _POSITIVE_INT,
         "tol": [Interval(numbers.Real, 0, None, closed="left")],
         "random_state": [RANDOM_STATE],
-        "device": [instance_of(str, "a str"), instance_of(torch.device, "a torch.device")],
+        "device": [
+            Check(_is_available_device, "a torch device available on this machine ('cpu', or 'cuda' with a GPU)")
+        ],
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
     }
@@ -162,13 +181,16 @@ class BayesianNetwork(BaseEstimator):
     def _tensor(self, a, dtype=None):
         return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype or self._dtype, device=self._device)
 
+    # A fitted model computes on the device and in the dtype it was initialised with,
+    # whatever ``set_params`` did since (continuing fits included); a new fit from
+    # scratch takes the current parameters.
     @property
     def _dtype(self):
-        return _torch_dtype(self.dtype)
+        return self.__dict__.get("_fitted_dtype") or _torch_dtype(self.dtype)
 
     @property
     def _device(self):
-        return torch.device(self.device)
+        return self.__dict__.get("_fitted_device") or torch.device(self.device)
 
     def _batch_size(self, n):
         bs = min(64, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
@@ -176,6 +198,7 @@ class BayesianNetwork(BaseEstimator):
 
     # --- initialisation -----------------------------------------------------------------
     def _initialize(self, X, y_enc, family, rng):
+        self._fitted_dtype, self._fitted_device = _torch_dtype(self.dtype), torch.device(self.device)
         self._likelihood = self._make_likelihood()
         n_out = self._likelihood.n_outputs
         seed = int(rng.randint(np.iinfo(np.int32).max))
@@ -238,11 +261,47 @@ class BayesianNetwork(BaseEstimator):
         )  # a device generator's state (CUDA states differ in size from CPU ones)
 
     # --- fit / partial_fit ------------------------------------------------------------
+    def _fitted_state(self, deep):
+        """Everything in the instance that is not a constructor parameter (deep copies
+        when the coming fit continues from, and so mutates, the current state)."""
+        params = self.get_params(deep=False)
+        state = {k: v for k, v in self.__dict__.items() if k not in params}
+        return copy.deepcopy(state) if deep else state
+
+    def _restore_fitted_state(self, state):
+        params = self.get_params(deep=False)
+        for k in [k for k in self.__dict__ if k not in params]:
+            del self.__dict__[k]
+        self.__dict__.update(state)
+
     def _fit(self, X, y, incremental, classes=None):
+        """Transactional fit: the previous fitted state is restored, exactly, when
+        anything raises before the fit completes; a ``KeyboardInterrupt`` after at
+        least one completed epoch keeps the end of the last completed epoch."""
         self._validate_params()
         fitted = hasattr(self, "posterior_")
         reset = not (fitted and (incremental or self.warm_start))
+        saved = self._fitted_state(deep=not reset)
+        try:
+            interrupted = self._fit_unguarded(X, y, incremental, reset, classes)
+        except BaseException:
+            self._restore_fitted_state(saved)
+            raise
+        if interrupted:
+            warnings.warn(
+                f"{type(self).__name__}.fit was interrupted; the model is left at the end of "
+                f"its last completed epoch (n_iter_={self.n_iter_}).",
+                UserWarning,
+                stacklevel=3,
+            )
+            raise KeyboardInterrupt
+        return self
+
+    def _fit_unguarded(self, X, y, incremental, reset, classes):
+        n_iter_before = getattr(self, "n_iter_", 0) if not reset else 0
         X, y = self._validate_X_y(X, y, reset=reset)
+        if reset:
+            self._warn_input_scale(X)
         self._prepare_targets(y, first=reset, classes=classes)
         y_enc = self._encode_targets(y)
         family = self._make_family()
@@ -257,11 +316,46 @@ class BayesianNetwork(BaseEstimator):
         outcome = _loop.run_epochs(
             self, family, self._tensor(X), self._target_tensor(y_enc), n_epochs, incremental, validation
         )
+        if outcome.interrupted and self.n_iter_ == n_iter_before:
+            raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
         self.diverged_ = outcome.diverged
         self.prior_precision_ = self._prior.as_dict()
         self._forward.layout.load_into(self.module_, self.posterior_.mean_t)
         self._finalize()
-        return self
+        if not incremental and not outcome.interrupted and self.n_iter_ > 0:
+            self._warn_poor_fit(X, y_enc, family)
+        return outcome.interrupted
+
+    def _warn_input_scale(self, X):
+        with np.errstate(over="ignore", invalid="ignore"):
+            std = np.std(X, axis=0, dtype=np.float64)
+        std = std[std > 0]
+        if std.size and (std.min() < INPUT_SCALE[0] or std.max() > INPUT_SCALE[1]):
+            warnings.warn(
+                f"{type(self).__name__}: the standard deviations of the input columns range from "
+                f"{std.min():.3g} to {std.max():.3g}. The network's priors and initialisation assume "
+                "features of roughly unit scale, and fits on inputs this far from it can fail; "
+                "standardise them (a StandardScaler in a Pipeline).",
+                InputScaleWarning,
+                stacklevel=4,
+            )
+
+    def _warn_poor_fit(self, X, y_enc, family):
+        """Warn when the fitted predictive scores the training data (a fixed subsample)
+        clearly worse than the best constant prediction does."""
+        n = min(X.shape[0], 1000)
+        rows = np.linspace(0, X.shape[0] - 1, n).astype(np.int64)
+        f = self._outputs(self._tensor(X[rows]), n_samples=min(int(self.predict_samples), 8))
+        worse, fit_score, const_score = self._training_fit_vs_constant(f, np.asarray(y_enc)[rows])
+        if worse:
+            warnings.warn(
+                f"{type(self).__name__}: the fitted model predicts its own training data worse than a "
+                f"constant does ({fit_score:.4g} against {const_score:.4g}). The fit has likely gone "
+                f"wrong: the step sizes may be too large ({family.step_sizes()}) or the inputs badly "
+                "scaled (standardise them).",
+                PoorFitWarning,
+                stacklevel=4,
+            )
 
     def _validation_split(self, X, y):
         from sklearn.model_selection import train_test_split
@@ -309,12 +403,20 @@ class BayesianNetwork(BaseEstimator):
                 rows = [self._forward(theta, Xt[r0 : r0 + 2048]) for r0 in range(0, Xt.shape[0], 2048)]
                 outs.append(torch.cat(rows, 1))
         f = torch.cat(outs, 0)
-        if not torch.isfinite(f).all():
-            raise FloatingPointError(
-                f"{type(self).__name__} produced non-finite network outputs; the fitted posterior is "
-                "degenerate (lower learning_rate or standardise the inputs and refit)."
-            )
+        self._check_finite("network outputs", f)
         return f
+
+    def _check_finite(self, what, *values):
+        """Raise :class:`NonFiniteOutputError` unless every value (tensors or arrays) is finite."""
+        for v in values:
+            ok = bool(torch.isfinite(v).all()) if isinstance(v, torch.Tensor) else bool(np.isfinite(v).all())
+            if not ok:
+                raise NonFiniteOutputError(
+                    f"{type(self).__name__} produced non-finite {what} for some of the inputs: they "
+                    "are likely far outside the range of the training data (or the fitted posterior "
+                    "is degenerate; check diverged_). Scale the inputs as at fit time, e.g. with a "
+                    "StandardScaler in a Pipeline."
+                )
 
     def _sample_seed(self, random_state):
         if random_state is None:
@@ -349,7 +451,9 @@ class BayesianNetwork(BaseEstimator):
         if n_samples is not None:
             validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
         f = self._predict_outputs(X, n_samples=n_samples, seed=self._sample_seed(random_state))
-        return self._output_units(f.cpu().numpy().astype(np.float64))
+        out = self._output_units(f.cpu().numpy().astype(np.float64))
+        self._check_finite("network outputs (in the units of y)", out)
+        return out
 
     def _output_units(self, f):
         return f
@@ -409,6 +513,13 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     def _output_units(self, f):
         return self._y_mean + self._y_std * f
 
+    def _training_fit_vs_constant(self, f, y):
+        """Mean squared error of the predictive mean on (standardised) training targets
+        against that of their mean; 'worse' beyond twice the constant's."""
+        mean = f[..., 0].double().mean(0).cpu().numpy()
+        mse, const = float(np.mean((mean - y) ** 2)), float(np.var(y))
+        return mse > 2.0 * const + 1e-12, mse, const
+
     # --- public API ---------------------------------------------------------------------
     def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
         """Fit the variational posterior to data.
@@ -448,7 +559,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return self._fit(X, y, incremental=True)
 
     def _moments(self, X):
-        f = self._predict_outputs(X)[..., 0]
+        f = self._predict_outputs(X)[..., 0].double()  # float64 moments: no overflow of a float32 variance
         mean = f.mean(0)
         var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
         return mean, var
@@ -477,9 +588,12 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         mean, var = self._moments(X)
         y_mean = (self._y_mean + self._y_std * mean).cpu().numpy().astype(np.float64)
+        self._check_finite("predictive means", y_mean)
         if not return_std:
             return y_mean
-        return y_mean, (self._y_std * torch.sqrt(var)).cpu().numpy().astype(np.float64)
+        y_std = (self._y_std * torch.sqrt(var)).cpu().numpy().astype(np.float64)
+        self._check_finite("predictive standard deviations", y_std)
+        return y_mean, y_std
 
     def predict_std(self, X: ArrayLike) -> np.ndarray:
         """Posterior predictive standard deviation.
@@ -552,8 +666,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         else:
             tau = np.full((f.shape[0], 1), noise.tau)
         eps = rng.standard_normal(f.shape)
-        y = f + eps / np.sqrt(tau)
-        return (self._y_mean + self._y_std * y).T
+        y = (self._y_mean + self._y_std * (f + eps / np.sqrt(tau))).T
+        self._check_finite("predictive samples", y)
+        return y
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -607,6 +722,16 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             p1 = torch.sigmoid(f[..., 0])
             return torch.stack([1.0 - p1, p1], -1)
         return torch.softmax(f, -1)
+
+    def _training_fit_vs_constant(self, f, y):
+        """Log-loss of the predictive probabilities on training labels against that of the
+        class frequencies; 'worse' beyond 1.5 times the constant's."""
+        p = self._probs(f.double()).mean(0).cpu().numpy()
+        y = np.asarray(y, dtype=np.int64)
+        loss = float(-np.mean(np.log(np.clip(p[np.arange(len(y)), y], 1e-300, None))))
+        freq = np.bincount(y, minlength=p.shape[1]) / len(y)
+        const = float(-np.mean(np.log(np.clip(freq[y], 1e-300, None))))
+        return loss > 1.5 * const + 1e-3, loss, const
 
     def _validation_score(self, Xv, yv):
         f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
@@ -673,6 +798,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """
         check_is_fitted(self, "posterior_")
         p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
+        self._check_finite("class probabilities", p)
         # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
         # scikit-learn's metrics (which check the sums at float64 precision) accept them
         return p / p.sum(axis=1, keepdims=True)
@@ -708,7 +834,9 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """
         check_is_fitted(self, "posterior_")
         p = self._probs(self._predict_outputs(X))
-        return p.std(0, unbiased=False).cpu().numpy().astype(np.float64)
+        std = p.std(0, unbiased=False).cpu().numpy().astype(np.float64)
+        self._check_finite("class-probability standard deviations", std)
+        return std
 
     def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable class under the posterior predictive.

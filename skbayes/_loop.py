@@ -113,6 +113,7 @@ class Outcome:
     converged: bool = False
     diverged: bool = False
     unstable: bool = False
+    interrupted: bool = False
 
 
 def snapshot(est):
@@ -214,6 +215,10 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None):
             guard.epoch_start(snap)
         try:
             data_term, n_steps = run_epoch(est, family, X, y, bs, gen)
+        except KeyboardInterrupt:
+            restore(est, snap)  # the end of the last completed epoch
+            outcome.interrupted = True
+            break
         except Divergence:
             restore(est, snap)
             outcome.diverged = True
@@ -264,7 +269,11 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None):
         restore(est, best_val_snap)
         est.best_validation_score_ = val_stop.best
     est._rng_state = gen.get_state()
-    if not incremental and n_epochs > 0 and not (outcome.converged or outcome.diverged or outcome.unstable):
+    if (
+        not incremental
+        and n_epochs > 0
+        and not (outcome.converged or outcome.diverged or outcome.unstable or outcome.interrupted)
+    ):
         warnings.warn(
             f"{name}: maximum iterations ({n_epochs}) reached and the optimization hasn't converged yet.",
             ConvergenceWarning,

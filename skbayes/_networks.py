@@ -4,6 +4,7 @@ outputs) used by every family and by prediction, and the per-layer geometry of
 ``Linear`` / ``Conv2d`` layers that the Kronecker families and i-BLM work with."""
 
 import copy
+import threading
 
 import torch
 import torch.nn.functional as F
@@ -268,6 +269,18 @@ class NetworkForward:
         self.layout = layout
         self.n_features = int(n_features)
         self.spec = DenseSpec(module, layout) if DenseSpec.supports(module) else None
+        # functional_call swaps the module's parameters for the duration of a call: calls
+        # from concurrent threads (e.g. predictions) must not interleave.
+        self._lock = threading.RLock()
+
+    def __getstate__(self):
+        state = dict(self.__dict__)
+        del state["_lock"]  # locks cannot be pickled or copied
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._lock = threading.RLock()
 
     @property
     def dense(self):
@@ -286,6 +299,10 @@ class NetworkForward:
         return self._call_one(theta, X, layer_inputs)
 
     def _call_one(self, theta, X, layer_inputs):
+        with self._lock:
+            return self._call_one_unlocked(theta, X, layer_inputs)
+
+    def _call_one_unlocked(self, theta, X, layer_inputs):
         if not layer_inputs:
             return functional_call(self.module, self.layout.unflatten(theta), (X,))
         modules = dict(self.module.named_modules())

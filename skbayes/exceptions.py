@@ -1,6 +1,13 @@
 """Exceptions raised by skbayes."""
 
-__all__ = ["InvalidParameterError", "UnsupportedLayerError"]
+__all__ = [
+    "InputScaleWarning",
+    "InvalidParameterError",
+    "MemoryLimitError",
+    "NonFiniteOutputError",
+    "PoorFitWarning",
+    "UnsupportedLayerError",
+]
 
 
 class InvalidParameterError(ValueError, TypeError):
@@ -14,3 +21,44 @@ class InvalidParameterError(ValueError, TypeError):
 
 class UnsupportedLayerError(ValueError):
     """A parameterised layer that the Kronecker-factored families cannot represent."""
+
+
+class NonFiniteOutputError(ValueError, FloatingPointError):
+    """A fitted model's prediction for some inputs is not a finite number.
+
+    Raised by the prediction methods instead of returning ``inf`` or ``nan``:
+    usually the inputs lie far outside the range of the training data (their
+    network outputs or predictive variances overflow). A ``ValueError`` (the
+    inputs are the cause) and a ``FloatingPointError`` (what happened).
+    """
+
+
+class InputScaleWarning(UserWarning):
+    """The training inputs are far from unit scale.
+
+    The network estimators do not rescale their inputs (their weight priors and
+    initialisations assume features of roughly unit spread, as a
+    ``StandardScaler`` gives); with columns whose standard deviation is below
+    ``1e-3`` or above ``1e3`` their fits can fail silently. The fix is a
+    ``StandardScaler`` (or similar) in a ``Pipeline`` before the estimator.
+    """
+
+
+class PoorFitWarning(UserWarning):
+    """A fitted model predicts its own training data worse than a constant does.
+
+    Usually the step sizes were too large or the inputs badly scaled; see the
+    warning's message.
+    """
+
+
+class MemoryLimitError(MemoryError, ValueError):
+    """A dense computation would need more memory than allowed.
+
+    Raised before anything large is allocated (by ``BayesianLinearRegression``
+    above ``skbayes.linear_model.MEMORY_LIMIT_GIB``, and by a posterior's dense
+    ``precision()`` / ``covariance()`` above the machine's physical memory). The
+    message names the estimated size, the shapes involved and what to do
+    instead. It subclasses ``MemoryError`` (what would otherwise happen) and
+    ``ValueError`` (the input is too large for an exact dense computation).
+    """

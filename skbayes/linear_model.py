@@ -15,6 +15,8 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .exceptions import MemoryLimitError
+
 __all__ = ["BayesianLinearRegression", "MemoryLimitError"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
@@ -30,16 +32,6 @@ MEMORY_LIMIT_GIB = 8.0
 
 # Rows of the query matrix processed at once by predict(return_std=True).
 _PREDICT_CHUNK_BYTES = 64 * 2**20
-
-
-class MemoryLimitError(MemoryError, ValueError):
-    """The working memory a computation needs exceeds ``MEMORY_LIMIT_GIB``.
-
-    Raised before anything large is allocated. The message names the estimated
-    size, the shapes involved and what to do instead. It subclasses
-    ``MemoryError`` (what would otherwise happen) and ``ValueError`` (the input
-    is too large for an exact dense computation).
-    """
 
 
 def _gib(nbytes):

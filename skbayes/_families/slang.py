@@ -2,6 +2,7 @@
 back-propagated per-example gradients; mean-field VOGN is its rank-0 case."""
 
 import numbers
+import warnings
 
 import torch
 
@@ -11,6 +12,9 @@ from .._validation import NONE, Interval
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
 from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, start_precision
+
+#: The estimators' default ``rank`` (clipped to ``D`` without a warning on smaller networks).
+DEFAULT_RANK = 8
 
 
 class SLANGFamily(PosteriorFamily):
@@ -45,7 +49,8 @@ class SLANGFamily(PosteriorFamily):
             "int",
             """
             Rank ``L`` of the precision's low-rank part ``U U^T``. ``0`` is mean-field
-            VOGN; ``rank >= n_params`` is full-Gaussian VOGN.""",
+            VOGN; ``rank = n_params`` is full-Gaussian VOGN (a larger rank is clipped to
+            ``n_params``, with a warning unless it is the default).""",
         ),
         "learning_rate": E(
             "float",
@@ -113,6 +118,13 @@ class SLANGFamily(PosteriorFamily):
     def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         D = mean.shape[0]
         L = min(int(self.rank), D)
+        if int(self.rank) > max(D, DEFAULT_RANK):  # the default is clipped silently on tiny networks
+            warnings.warn(
+                f"rank={self.rank} exceeds the number of weights of the network ({D}); using "
+                f"rank={D}, a full-Gaussian posterior (pass rank <= {D} to silence this warning).",
+                UserWarning,
+                stacklevel=2,
+            )
         if precision is None:
             d0 = start_precision(mean, prior_precision, n_train)
         else:

@@ -1,10 +1,22 @@
 """What every posterior family exposes to users (numpy in, numpy out)."""
 
 import math
+import os
 
 import numpy as np
 import torch
 from sklearn.utils import check_random_state
+
+from ..exceptions import MemoryLimitError
+
+
+def _physical_memory():
+    """Bytes of physical memory, or 0 where it cannot be queried."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
+        return 0
+
 
 #: Largest parameter count for which dense ``precision()``/``covariance()`` are allowed.
 MAX_DENSE_SIZE = 5000
@@ -183,6 +195,15 @@ class PosteriorMixin:
                 f"The posterior has {D} parameters; dense {D}x{D} matrices are only formed for "
                 f"at most max_size={max_size} parameters. Use the structured factors, variance() "
                 "or sample() instead, or pass a larger max_size."
+            )
+        # a dense precision, its Cholesky factor and the inverse (plus the numpy copy)
+        nbytes = 4 * D * D * self.mean_t.element_size()
+        physical = _physical_memory()
+        if physical and nbytes > physical:
+            raise MemoryLimitError(
+                f"A dense {D}x{D} posterior matrix needs about {nbytes / 2**30:.1f} GiB of working "
+                f"memory, more than this machine's {physical / 2**30:.1f} GiB; nothing was allocated. "
+                "Use the structured factors, variance() or sample() instead."
             )
 
     def precision(self, max_size=MAX_DENSE_SIZE):
