@@ -15,7 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from .exceptions import MemoryLimitError
+from .exceptions import MemoryLimitError, NonFiniteOutputError
 
 __all__ = ["BayesianLinearRegression", "MemoryLimitError"]
 
@@ -32,6 +32,15 @@ MEMORY_LIMIT_GIB = 8.0
 
 # Rows of the query matrix processed at once by predict(return_std=True).
 _PREDICT_CHUNK_BYTES = 64 * 2**20
+
+
+def _check_finite(what, values):
+    if not np.isfinite(values).all():
+        raise NonFiniteOutputError(
+            f"BayesianLinearRegression produced non-finite {what} for some of the inputs: they are "
+            "likely far outside the range of the training data (their products with the "
+            "coefficients overflow)."
+        )
 
 
 def _gib(nbytes):
@@ -758,18 +767,22 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
-        y_mean = X @ self.coef_ + self.intercept_
+        with np.errstate(over="ignore", invalid="ignore"):
+            y_mean = X @ self.coef_ + self.intercept_
+        _check_finite("predictive means", y_mean)
         if not return_std:
             return y_mean
         n, d = X.shape
         var = np.empty(n)
         step = max(1, _PREDICT_CHUNK_BYTES // (16 * max(d, 1)))  # two (step, d) temporaries
-        for start in range(0, n, step):
-            Xc = X[start : start + step] - self.X_offset_
-            var[start : start + step] = np.einsum("ij,ij->i", Xc @ self.sigma_, Xc)
+        with np.errstate(over="ignore", invalid="ignore"):
+            for start in range(0, n, step):
+                Xc = X[start : start + step] - self.X_offset_
+                var[start : start + step] = np.einsum("ij,ij->i", Xc @ self.sigma_, Xc)
         np.maximum(var, 0.0, out=var)
         if not self._heteroscedastic:
             var += 1.0 / self.noise_precision_
+        _check_finite("predictive standard deviations", var)
         return y_mean, np.sqrt(var)
 
     def sample_y(self, X, n_samples=1, random_state=0):
@@ -835,9 +848,11 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             W -= Xw.T @ linalg.cho_solve((self._chol, True), Xw @ W + e, check_finite=False)
         W += self._coef_std[:, None]
         W *= (self.y_scale_ / self.X_scale_)[:, None]  # to the units of the data
-        y_samples = (X - self.X_offset_) @ W + self._y_offset
+        with np.errstate(over="ignore", invalid="ignore"):
+            y_samples = (X - self.X_offset_) @ W + self._y_offset
         if not self._heteroscedastic:
             y_samples += rng.standard_normal(y_samples.shape) / math.sqrt(self.noise_precision_)
+        _check_finite("predictive samples", y_samples)
         return y_samples
 
     def log_marginal_likelihood(self, alpha=None, noise_precision=None):

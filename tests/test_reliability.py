@@ -376,3 +376,15 @@ def test_the_default_rank_is_clipped_silently_on_a_tiny_network():
         est = skbayes.SLANGRegressor(**dict(SMALL, hidden_layer_sizes=(1,))).fit(X[:, :2], y)  # D = 5
     assert est.posterior_.U.shape == (5, 5)
     assert not [w for w in caught if "rank" in str(w.message)]
+
+
+def test_linear_regression_refuses_to_return_non_finite_predictions():
+    X, y = reg_data(60, scale=True)
+    est = skbayes.BayesianLinearRegression().fit(X, y)
+    far = np.sign(est.coef_)[None, :] * 1e308  # finite inputs whose mean overflows
+    for call in (lambda: est.predict(far), lambda: est.predict(X * 1e300, return_std=True)):
+        with pytest.raises(NonFiniteOutputError, match="outside the range of the training data"):
+            call()
+    with pytest.raises(NonFiniteOutputError):
+        est.sample_y(far)
+    assert np.isfinite(est.predict(X * 1e3, return_std=True)[1]).all()

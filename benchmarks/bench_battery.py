@@ -1,0 +1,245 @@
+"""A battery of bad and edge cases against every estimator, tried as a new user would.
+
+Each case ends in one of four outcomes:
+
+- ``error``: a clear exception (``ValueError`` / ``TypeError`` / ``NotFittedError`` /
+  ``MemoryError`` family) whose message is not an internal torch / linear-algebra one;
+- ``ok``: the fit and the predictions are finite and sensible (on the training data,
+  no worse than the best constant prediction, within 10%: regression mean squared
+  error, classification log-loss; a prior that pins every weight to zero gives that
+  constant, correctly), or not sensible but with a warning that says so
+  (``InputScaleWarning``, ``PoorFitWarning``);
+- ``silent``: finite predictions that are not sensible, with no warning but the
+  ``max_iter`` one;
+- ``crash``: any other exception, or an error message from the internals.
+
+Run: ``python benchmarks/bench_battery.py`` (about 3 minutes on 2 cores). Prints a
+table of outcomes per estimator and lists every case that is ``silent`` or ``crash``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import warnings
+
+import numpy as np
+import pandas as pd
+import torch
+from sklearn.datasets import load_diabetes, load_iris
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
+from sklearn.preprocessing import StandardScaler
+
+import skbayes
+from skbayes.exceptions import InputScaleWarning, PoorFitWarning
+
+INTERNAL = ("torch", "linalg", "mat1", "size mismatch", "cholesky", "_LinAlgError", "Tensor", "CUDA")
+CLEAR = (ValueError, TypeError, NotFittedError, MemoryError)
+SMALL = dict(hidden_layer_sizes=(8,), max_iter=20, predict_samples=10, random_state=0)
+
+
+def _estimators():
+    names = [n for n in skbayes.__all__ if n.endswith(("Regressor", "Classifier"))]
+    out = [(n, getattr(skbayes, n), SMALL) for n in names]
+    out.append(("BayesianLinearRegression", skbayes.BayesianLinearRegression, {}))
+    return out
+
+
+def _reg():
+    X, y = load_diabetes(return_X_y=True)
+    return StandardScaler().fit_transform(X[:150]), y[:150]
+
+
+def _clf():
+    X, y = load_iris(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def _memmap(a):
+    f = tempfile.NamedTemporaryFile(suffix=".dat", delete=False)
+    m = np.memmap(f.name, dtype=a.dtype, mode="w+", shape=a.shape)
+    m[:] = a
+    m.flush()
+    return np.memmap(f.name, dtype=a.dtype, mode="r", shape=a.shape)
+
+
+def _readonly(a):
+    a = np.array(a)
+    a.setflags(write=False)
+    return a
+
+
+def _cases(is_clf):
+    """(name, X, y, X_predict, expectation) with expectation 'error' or 'fit'."""
+    X, y = _clf() if is_clf else _reg()
+    bad = X.copy()
+    bad[3, 1] = np.nan
+    infs = X.copy()
+    infs[0, 0] = np.inf
+    ynan = y.astype(float).copy()
+    ynan[2] = np.nan
+    cases = [
+        ("X with NaN", bad, y, X, "error"),
+        ("X with inf", infs, y, X, "error"),
+        ("y with NaN", X, ynan, X, "error"),
+        ("empty X", X[:0], y[:0], X, "error"),
+        ("1-D X", X[:, 0], y, X, "error"),
+        ("3-D X", X[:, :, None], y, X, "error"),
+        ("string X", np.full(X.shape, "a"), y, X, "error"),
+        ("complex X", X + 1j, y, X, "error"),
+        ("mismatched lengths", X, y[:-1], X, "error"),
+        ("predict: wrong width", X, y, X[:, :-1], "error"),
+        ("list X", X.tolist(), list(y), X, "fit"),
+        ("pandas X", pd.DataFrame(X), pd.Series(y), pd.DataFrame(X), "fit"),
+        ("read-only X, y", _readonly(X), _readonly(y), X, "fit"),
+        ("memmap X", _memmap(X), y, X, "fit"),
+        ("int X", np.round(X * 3).astype(np.int64), y, np.round(X * 3).astype(np.int64), "fit"),
+        ("float32 X", X.astype(np.float32), y, X.astype(np.float32), "fit"),
+        ("X * 1e8", X * 1e8, y, X * 1e8, "fit"),
+        ("X * 1e-8", X * 1e-8, y, X * 1e-8, "fit"),
+        ("a constant column", np.hstack([X, np.ones((len(X), 1))]), y, np.hstack([X, np.ones((len(X), 1))]), "fit"),
+        ("duplicated rows", np.vstack([X, X]), np.concatenate([y, y]), X, "fit"),
+        ("more features than rows", np.hstack([X[:20]] * 4), y[:20], np.hstack([X[:20]] * 4), "fit"),
+        ("predict: X * 1e300", X, y, X * 1e300, "fit"),
+        ("predict: X * 1e20", X, y, X * 1e20, "fit"),
+    ]
+    if is_clf:
+        cases += [
+            ("one class", X, np.zeros(len(y)), X, "error"),
+            ("string labels", X, np.array(["a", "b", "c"])[y], X, "fit"),
+            ("float labels", X, y.astype(float) + 0.5, X, "fit"),
+            ("continuous y", X, np.linspace(0, 1, len(y)), X, "error"),
+            ("2 rows per class", X[[0, 1, 50, 51, 100, 101]], y[[0, 1, 50, 51, 100, 101]], X, "fit"),
+        ]
+    else:
+        cases += [
+            ("constant y", X, np.full(len(y), 3.0), X, "fit"),
+            ("y * 1e10", X, y * 1e10, X, "fit"),
+            ("y * 1e-10", X, y * 1e-10, X, "fit"),
+            ("2-D y (n, 1)", X, y[:, None], X, "fit"),
+            ("int y", X, np.round(y).astype(np.int64), X, "fit"),
+        ]
+    return cases
+
+
+def _param_cases(cls):
+    """Valid but extreme hyperparameter settings the estimator has."""
+    names = cls().get_params()
+    options = [
+        ("learning_rate", 1e4),
+        ("learning_rate", 1e-8),
+        ("max_iter", 0),
+        ("max_iter", 1),
+        ("batch_size", 1),
+        ("mc_samples", 1),
+        ("predict_samples", 1),
+        ("prior_precision", 1e-8),
+        ("prior_precision", 1e8),
+        ("alpha", 1e-12),
+        ("alpha", 1e12),
+        ("dropout", 0.99),
+        ("early_stopping", True),
+        ("kl_weight", 1e-6),
+        ("rank", 10**6),
+    ]
+    return [{k: v} for k, v in options if k in names]
+
+
+def _clear(exc):
+    return isinstance(exc, CLEAR) and not any(s in str(exc) for s in INTERNAL)
+
+
+def _sensible(est, X, y, Xp, is_clf):
+    """Finite predictions (raises otherwise); True when the fit beats a constant."""
+    if is_clf:
+        p = est.predict_proba(Xp)
+        if not (np.isfinite(p).all() and np.allclose(p.sum(1), 1)):
+            return None
+        yy = np.asarray(y)
+        if np.shape(Xp) == np.shape(X) and np.array_equal(np.asarray(Xp, float), np.asarray(X, float)):
+            idx = np.searchsorted(est.classes_, yy)
+            loss = -np.mean(np.log(np.clip(p[np.arange(len(yy)), idx], 1e-300, None)))
+            freq = np.bincount(idx, minlength=len(est.classes_)) / len(yy)
+            const = -np.mean(np.log(freq[idx]))
+            return loss <= 1.1 * const + 1e-3
+        return True
+    out = est.predict(Xp, return_std=True)
+    if not all(np.isfinite(o).all() for o in out):
+        return None
+    yy = np.ravel(np.asarray(y, float))
+    if np.shape(Xp) == np.shape(X) and np.array_equal(np.asarray(Xp, float), np.asarray(X, float)):
+        if yy.std() == 0:
+            return np.max(np.abs(out[0] - yy)) <= 3 * np.median(out[1]) + 1e-9
+        return np.mean((out[0] - yy) ** 2) <= 1.1 * yy.var()
+    return True
+
+
+def run_case(cls, params, case, is_clf):
+    name, X, y, Xp, expect = case
+    X_copy, y_copy = np.array(X, dtype=object, copy=True), np.array(y, dtype=object, copy=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            est = cls(**params).fit(X, y)
+            sensible = _sensible(est, X, y, Xp, is_clf)
+        except Exception as exc:  # noqa: BLE001 - classifying every outcome is the point
+            return ("error" if _clear(exc) else "crash"), f"{type(exc).__name__}: {str(exc)[:120]}"
+    if not (np.array_equal(np.array(X, dtype=object), X_copy) and np.array_equal(np.array(y, dtype=object), y_copy)):
+        return "crash", "the input was modified"
+    if sensible is None:
+        return "silent", "non-finite predictions"
+    if expect == "error":
+        return "silent", "accepted input that should be refused"
+    warned = [w for w in caught if issubclass(w.category, (InputScaleWarning, PoorFitWarning))]
+    if sensible or warned:
+        return "ok", (str(warned[0].message)[:80] if warned else "")
+    others = [w.category.__name__ for w in caught if not issubclass(w.category, ConvergenceWarning)]
+    return "silent", "fit worse than a constant, no warning" + (f" ({others})" if others else "")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", default=None, help="comma-separated estimator names")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    rows, problems = [], []
+    for name, cls, params in _estimators():
+        if args.only and name not in args.only.split(","):
+            continue
+        is_clf = name.endswith("Classifier")
+        counts = dict(error=0, ok=0, silent=0, crash=0)
+        for case in _cases(is_clf):
+            outcome, detail = run_case(cls, params, case, is_clf)
+            counts[outcome] += 1
+            if outcome in ("silent", "crash"):
+                problems.append((name, case[0], outcome, detail))
+        # extreme but valid hyperparameters on clean data
+        data = _cases(is_clf)[10]  # "list X": clean data
+        clean = ("extreme params",) + tuple(data[1:4]) + ("fit",)
+        for extra in _param_cases(cls):
+            outcome, detail = run_case(cls, {**params, **extra}, clean, is_clf)
+            counts[outcome] += 1
+            if outcome in ("silent", "crash"):
+                problems.append((name, f"params {extra}", outcome, detail))
+        # not-fitted and refit-state cases
+        try:
+            cls(**params).predict(_clf()[0] if is_clf else _reg()[0])
+            counts["silent"] += 1
+            problems.append((name, "predict before fit", "silent", "no error"))
+        except NotFittedError:
+            counts["error"] += 1
+        rows.append((name, counts))
+    print("| estimator | clear error | correct | silent | crash |")
+    print("|---|---:|---:|---:|---:|")
+    for name, c in rows:
+        print(f"| {name} | {c['error']} | {c['ok']} | {c['silent']} | {c['crash']} |")
+    total = {k: sum(c[k] for _, c in rows) for k in ("error", "ok", "silent", "crash")}
+    print(f"| **total** | {total['error']} | {total['ok']} | {total['silent']} | {total['crash']} |")
+    if problems:
+        print("\nSilent or crash outcomes:")
+        for p in problems:
+            print(" -", " | ".join(p))
+
+
+if __name__ == "__main__":
+    main()
