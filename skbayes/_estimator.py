@@ -179,7 +179,10 @@ class BayesianNetwork(BaseEstimator):
 
     # --- helpers ---------------------------------------------------------------------
     def _tensor(self, a, dtype=None):
-        return torch.as_tensor(np.ascontiguousarray(a), dtype=dtype or self._dtype, device=self._device)
+        a = np.ascontiguousarray(a)
+        if not a.flags.writeable:  # torch must not share (and could not write) read-only user memory
+            a = a.copy()
+        return torch.as_tensor(a, dtype=dtype or self._dtype, device=self._device)
 
     # A fitted model computes on the device and in the dtype it was initialised with,
     # whatever ``set_params`` did since (continuing fits included); a new fit from
@@ -216,6 +219,8 @@ class BayesianNetwork(BaseEstimator):
             finally:
                 torch.set_default_dtype(prev_dtype)
         net = net.to(device=self._device, dtype=self._dtype)
+        if self.module is not None:
+            self._check_module_widths(net, X, n_out)
         self.module_ = net
         self._forward = NetworkForward(net, ParamLayout(net), X.shape[1])
         gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
@@ -259,6 +264,26 @@ class BayesianNetwork(BaseEstimator):
         self._rng_state = (
             torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
         )  # a device generator's state (CUDA states differ in size from CPU ones)
+
+    def _check_module_widths(self, net, X, n_out):
+        """A custom module must map rows of ``n_features_in_`` inputs to ``n_out`` outputs."""
+        probe = copy.deepcopy(net).eval()  # a forward pass may touch buffers (batch-norm statistics)
+        try:
+            with torch.no_grad():
+                out = probe(self._tensor(X[:2]))
+        except RuntimeError as exc:
+            raise ValueError(
+                f"{type(self).__name__}: module fails on rows of {X.shape[1]} features "
+                "(n_features_in_); see the chained exception for its error."
+            ) from exc
+        if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape != (min(2, X.shape[0]), n_out):
+            shape = tuple(out.shape) if isinstance(out, torch.Tensor) else type(out).__name__
+            what = "1 output" if n_out == 1 else f"{n_out} outputs"
+            raise ValueError(
+                f"{type(self).__name__}: module must map (n_rows, {X.shape[1]}) inputs to (n_rows, {n_out}) "
+                f"outputs ({what}: 1 for regression and for two classes, one per class otherwise); "
+                f"it returned shape {shape}."
+            )
 
     # --- fit / partial_fit ------------------------------------------------------------
     def _fitted_state(self, deep):
@@ -362,17 +387,19 @@ class BayesianNetwork(BaseEstimator):
 
         stratify = y if is_classifier_face(self) else None
         seed = int(np.random.RandomState(self._predict_seed).randint(np.iinfo(np.int32).max))
-        try:
-            Xt, Xv, yt, yv = train_test_split(
-                X, y, test_size=self.validation_fraction, random_state=seed, stratify=stratify
-            )
-        except ValueError:
-            Xt, Xv, yt, yv = train_test_split(X, y, test_size=self.validation_fraction, random_state=seed)
-        if Xv.shape[0] < 1 or Xt.shape[0] < 1:
+        n = X.shape[0]
+        n_val = math.ceil(float(self.validation_fraction) * n)
+        if n_val < 1 or n - n_val < 1:
             raise ValueError(
                 f"early_stopping with validation_fraction={self.validation_fraction} leaves an empty "
-                f"training or validation set for {X.shape[0]} samples."
+                f"training or validation set for {n} samples."
             )
+        try:
+            Xt, Xv, yt, yv = train_test_split(
+                X, y, test_size=float(self.validation_fraction), random_state=seed, stratify=stratify
+            )
+        except ValueError:
+            Xt, Xv, yt, yv = train_test_split(X, y, test_size=float(self.validation_fraction), random_state=seed)
         self.validation_scores_ = []
         return Xt, yt, Xv, yv
 
@@ -682,7 +709,14 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
 
     def _validate_X_y(self, X, y, reset):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32])
-        check_classification_targets(y)
+        try:
+            check_classification_targets(y)
+        except TypeError as exc:  # np.unique cannot sort mixed label types
+            kinds = sorted({type(v).__name__ for v in np.ravel(y)})
+            raise ValueError(
+                f"y mixes labels of different types ({', '.join(kinds)}), which cannot be ordered into "
+                "classes_; use labels of one type."
+            ) from exc
         return X, y
 
     def _n_classes(self):

@@ -179,9 +179,12 @@ def update_prior(est):
 
 def objective(est, family, data_term, n_steps, N):
     """Per-example negative ELBO of an epoch: mean data term plus the KL terms at its end."""
-    with torch.no_grad():
-        kl = family.kl(est.posterior_, est._state, kl_annealing_scale(est.kl_annealing, est.t_), est._prior.value())
-        kl += est._likelihood.kl()
+    try:
+        with torch.no_grad():
+            kl = family.kl(est.posterior_, est._state, kl_annealing_scale(est.kl_annealing, est.t_), est._prior.value())
+            kl += est._likelihood.kl()
+    except (torch.linalg.LinAlgError, FloatingPointError) as exc:  # a posterior too degenerate to evaluate
+        raise Divergence from exc
     return (data_term / n_steps + kl) / N
 
 
@@ -215,6 +218,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None):
             guard.epoch_start(snap)
         try:
             data_term, n_steps = run_epoch(est, family, X, y, bs, gen)
+            loss = objective(est, family, data_term, n_steps, N)
         except KeyboardInterrupt:
             restore(est, snap)  # the end of the last completed epoch
             outcome.interrupted = True
@@ -230,7 +234,6 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None):
                 ConvergenceWarning,
             )
             break
-        loss = objective(est, family, data_term, n_steps, N)
         update_prior(est)
         est.loss_curve_.append(loss)
         est.n_iter_ += 1

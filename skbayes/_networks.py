@@ -27,6 +27,9 @@ ACTIVATIONS = {
 
 # Parameter-free modules that act element-wise: they may sit between the
 # Linear layers of a network that takes the fast dense-layer curvature path.
+# Element-wise activations with an in-place torch function (used when nothing needs the input).
+_IN_PLACE = {nn.ReLU: torch.relu_, nn.Tanh: torch.tanh_, nn.Sigmoid: torch.sigmoid_}
+
 _ELEMENTWISE = (
     nn.ReLU,
     nn.Tanh,
@@ -178,17 +181,21 @@ class DenseSpec:
             return self._forward_one(theta, X, layer_inputs or {})
         h = X
         As, Zs = [], []
+        in_place = not keep and not torch.is_grad_enabled()
         for name, (kind, info) in zip(self.names, self.steps):
             if kind == "act":
-                h = info(h)
+                # without autograd, overwrite a layer's own output (as nn.ReLU(inplace=True))
+                h = _IN_PLACE[type(info)](h) if in_place and h is not X and type(info) in _IN_PLACE else info(h)
                 continue
             if layer_inputs and name in layer_inputs:
                 h = layer_inputs[name](h)
             w_off, out, inp, b_off = info
             W = theta[:, w_off : w_off + out * inp].reshape(-1, out, inp)
-            z = torch.matmul(h, W.transpose(1, 2))
-            if b_off is not None:
-                z = z + theta[:, None, b_off : b_off + out]
+            if b_off is not None:  # bias fused into the batched GEMM, as nn.Linear's addmm
+                hb = h if h.dim() == 3 else h.expand(theta.shape[0], *h.shape)
+                z = torch.baddbmm(theta[:, None, b_off : b_off + out], hb, W.transpose(1, 2))
+            else:
+                z = torch.matmul(h, W.transpose(1, 2))
             if keep:
                 if h.dim() == 2:
                     h = h.expand(theta.shape[0], *h.shape)

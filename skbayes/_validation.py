@@ -124,11 +124,11 @@ class _RandomState(Constraint):
         return (
             value is None
             or isinstance(value, np.random.RandomState)
-            or (isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)))
+            or (isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and 0 <= value < 2**32)
         )
 
     def __str__(self):
-        return "an int, a numpy RandomState or None"
+        return "an int in [0, 2**32 - 1], a numpy RandomState or None"
 
 
 class Check(Constraint):

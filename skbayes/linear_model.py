@@ -34,6 +34,20 @@ MEMORY_LIMIT_GIB = 8.0
 _PREDICT_CHUNK_BYTES = 64 * 2**20
 
 
+#: Scales of X columns and y whose squares (and products) float64 represents comfortably.
+_SCALE_RANGE = (1e-150, 1e150)
+
+
+def _check_scales(X_scale, y_scale):
+    lo, hi = _SCALE_RANGE
+    for what, scale in (("X", np.min(X_scale)), ("X", np.max(X_scale)), ("y", y_scale)):
+        if not lo <= scale <= hi:
+            raise ValueError(
+                f"BayesianLinearRegression: the scale of {what} ({scale:.3g}) is outside [{lo:g}, {hi:g}], "
+                f"where its square under- or overflows float64; rescale {what} (e.g. StandardScaler)."
+            )
+
+
 def _check_finite(what, values):
     if not np.isfinite(values).all():
         raise NonFiniteOutputError(
@@ -680,6 +694,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         yc = y - y_offset
         X_scale = _column_scales(Xs, weights, X_offset if restricted else None)
         y_scale = float(_column_scales(yc, weights, y_offset if restricted else None)[0])
+        _check_scales(X_scale, y_scale)
         Xs /= X_scale
         ys = yc / y_scale
 

@@ -388,3 +388,77 @@ def test_linear_regression_refuses_to_return_non_finite_predictions():
     with pytest.raises(NonFiniteOutputError):
         est.sample_y(far)
     assert np.isfinite(est.predict(X * 1e3, return_std=True)[1]).all()
+
+
+# --- findings of the fuzz suite (tests/test_fuzz.py), pinned -----------------------------
+
+_rng = np.random.RandomState(0)
+_X = _rng.standard_normal((12, 3))
+_y = _X @ [1.0, -2.0, 0.5]
+_yc = np.arange(12) % 3
+
+
+@pytest.mark.parametrize("seed", [-1, 2**32, 2**63])
+def test_random_state_outside_numpy_range_is_refused_by_name(seed):
+    with pytest.raises(InvalidParameterError, match="random_state"):
+        skbayes.VOGNRegressor(random_state=seed).fit(_X, _y)
+
+
+def test_validation_fraction_errors_name_it_and_numpy_floats_work():
+    with pytest.raises(ValueError, match="validation_fraction"):
+        skbayes.VOGNRegressor(early_stopping=True, validation_fraction=1 - 1e-12).fit(_X, _y)
+    est = skbayes.VOGNRegressor(early_stopping=True, validation_fraction=np.float32(0.5), **SMALL).fit(_X, _y)
+    assert np.isfinite(est.predict(_X)).all()
+
+
+def test_custom_module_of_the_wrong_width_is_refused_by_name():
+    with pytest.raises(ValueError, match="module fails on rows of 3 features"):
+        skbayes.VadamRegressor(module=nn.Linear(5, 1)).fit(_X, _y)
+    with pytest.raises(ValueError, match=r"module must map \(n_rows, 3\) inputs to \(n_rows, 3\) outputs"):
+        skbayes.VadamClassifier(module=nn.Linear(3, 6)).fit(_X, _yc)
+    with pytest.raises(ValueError, match=r"to \(n_rows, 1\) outputs"):
+        skbayes.VadamRegressor(module=nn.Linear(3, 4)).fit(_X, _y)
+
+
+def test_extreme_step_size_schedules_fit_instead_of_overflowing():
+    for est in (
+        skbayes.SLANGRegressor(lr_decay=1e300, max_iter=3, random_state=0),
+        skbayes.NoisyKFACRegressor(learning_rate=1e-300, max_iter=1, random_state=0),
+    ):
+        assert np.isfinite(est.fit(_X, _y).predict(_X, return_std=True)).all()
+
+
+def test_a_degenerate_posterior_is_a_reported_divergence_not_a_linalg_error():
+    with pytest.warns(ConvergenceWarning, match="diverged"):
+        warnings.simplefilter("always", ConvergenceWarning)
+        est = skbayes.SLANGClassifier(prior_precision=1e-300, hidden_layer_sizes=(4,), max_iter=3, random_state=0)
+        est.fit(_X, _yc)
+    assert est.diverged_ and np.isfinite(est.predict_proba(_X)).all()
+
+
+def test_tiny_prior_that_breaks_iblm_is_named():
+    with pytest.raises(ValueError, match="prior_precision"):
+        skbayes.NoisyEKFACRegressor(prior_precision=1e-12, hidden_layer_sizes=(4,), max_iter=3, random_state=0).fit(
+            _X[:6, :2], _y[:6]
+        )
+
+
+def test_mixed_label_types_get_a_clear_error():
+    with pytest.raises(ValueError, match="mixes labels of different types"):
+        skbayes.VOGNClassifier().fit(_X[:6], np.array(["a", 1, "a", 1, "b", 2], dtype=object))
+
+
+def test_read_only_inputs_are_copied_not_shared_with_torch():
+    X = _X.copy()
+    X.setflags(write=False)
+    est = skbayes.VOGNRegressor(**SMALL).fit(X, _y)
+    assert est._tensor(X).data_ptr() != X.ctypes.data  # torch's "not writable" warning is once per process
+    W = _X.copy()
+    assert est._tensor(W).data_ptr() == W.ctypes.data  # writable float64 inputs are not copied
+    np.testing.assert_array_equal(est.predict(X), est.predict(W))
+
+
+@pytest.mark.parametrize("scale_X, scale_y", [(1.0, 1e-300), (1.0, 1e300), (1e-300, 1.0)])
+def test_linear_regression_refuses_unrepresentable_scales(scale_X, scale_y):
+    with pytest.raises(ValueError, match="outside \\[1e-150, 1e\\+150\\]"):
+        skbayes.BayesianLinearRegression().fit(_X[:5, :1] * scale_X, _y[:5] * scale_y)

@@ -306,7 +306,7 @@ class KFACFamily(PosteriorFamily):
             P = QA @ ((QA.T @ V @ QS) / self._denominators(st, gamma)) @ QS.T
             l.mat_to_flat(P, step)
             vFv += float((P * V).sum())
-        if self.kl_clip is not None and vFv > 0:
+        if self.kl_clip is not None and vFv > 0 and alpha * alpha * vFv > 0:
             # K-FAC's trust region (Ba et al., 2017; the noisy K-FAC code uses 1e-3): rescale
             # the step so that its predicted change alpha^2 step^T F step stays below kl_clip.
             step = step * min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))

@@ -1,6 +1,7 @@
 """SLANG (Mishkin et al., NeurIPS 2018): low-rank-plus-diagonal precision from
 back-propagated per-example gradients; mean-field VOGN is its rank-0 case."""
 
+import math
 import numbers
 import warnings
 
@@ -12,6 +13,15 @@ from .._validation import NONE, Interval
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
 from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, start_precision
+
+
+def _power(t, p):
+    """``t ** p``, infinite where it overflows (the decayed step sizes are then 0)."""
+    try:
+        return t**p
+    except OverflowError:
+        return math.inf
+
 
 #: The estimators' default ``rank`` (clipped to ``D`` without a warning on smaller networks).
 DEFAULT_RANK = 8
@@ -135,7 +145,7 @@ class SLANGFamily(PosteriorFamily):
     def step(self, post, state, Xb, yb, ctx):
         """One SLANG step (Algorithm 1 with momentum and optional decay)."""
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t, ctx.n_train
-        decay = 1.0 + (t ** float(self.lr_decay) if self.lr_decay else 0.0)
+        decay = 1.0 + (_power(t, float(self.lr_decay)) if self.lr_decay else 0.0)
         alpha = float(self.learning_rate) / decay
         beta = float(self.beta) / decay
         lam = scaled_prior(ctx.prior_precision, ctx.kl_scale)

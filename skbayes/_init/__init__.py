@@ -51,8 +51,9 @@ def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size
     except torch.linalg.LinAlgError as exc:
         raise ValueError(
             f"init={kind!r} failed: a Bayesian linear regression of the initialisation is numerically "
-            "singular, which happens with badly scaled inputs; standardise X (e.g. StandardScaler) or "
-            "use init='default'."
+            f"singular. This happens with badly scaled inputs (standardise X, e.g. with StandardScaler) "
+            f"or a prior_precision too small for its data term (prior_precision={prior_precision:g}; "
+            "use a larger one); init='default' avoids the regression."
         ) from exc
     except UnsupportedLayerError as exc:
         warnings.warn(
@@ -63,7 +64,8 @@ def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size
         return layout.flatten_module(module).clone(), None, None
     if not (torch.isfinite(mean).all() and torch.isfinite(var).all() and (var > 0).all()):
         raise ValueError(
-            f"init={kind!r} produced non-finite weights (badly scaled inputs?); standardise X or use init='default'."
+            f"init={kind!r} produced non-finite weights: badly scaled inputs (standardise X) or a "
+            f"prior_precision too small ({prior_precision:g}); or use init='default'."
         )
     return mean, var, noise_variance
 
