@@ -11,6 +11,34 @@ from sklearn.preprocessing import StandardScaler
 torch.set_num_threads(1)
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--slow",
+        action="store_true",
+        default=False,
+        help="long runs: many more fuzz examples (tests/test_fuzz.py) and the tests marked slow",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow: a long-running test, skipped unless --slow is given")
+
+
+def pytest_collection_modifyitems(config, items):
+    if config.getoption("--slow"):
+        return
+    skip = pytest.mark.skip(reason="long run: pass --slow")
+    for item in items:
+        if item.get_closest_marker("slow") is not None:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def slow(request):
+    """Whether the session runs with ``--slow``."""
+    return bool(request.config.getoption("--slow"))
+
+
 @pytest.fixture
 def quiet():
     """Silence ConvergenceWarning (short fits on purpose); ``pytest.warns`` still sees it."""
