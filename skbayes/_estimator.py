@@ -34,6 +34,7 @@ from ._families.base import PosteriorFamily, kl_annealing_scale
 from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
+from ._parallel import limit_torch_threads
 from ._prior import WeightPrior
 from ._validation import (
     BOOLEAN,
@@ -308,7 +309,8 @@ class BayesianNetwork(BaseEstimator):
         reset = not (fitted and (incremental or self.warm_start))
         saved = self._fitted_state(deep=not reset)
         try:
-            interrupted = self._fit_unguarded(X, y, incremental, reset, classes)
+            with limit_torch_threads():
+                interrupted = self._fit_unguarded(X, y, incremental, reset, classes)
         except BaseException:
             self._restore_fitted_state(saved)
             raise
@@ -417,7 +419,8 @@ class BayesianNetwork(BaseEstimator):
         """
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
-        return self._outputs(self._tensor(X), n_samples, seed)
+        with limit_torch_threads():
+            return self._outputs(self._tensor(X), n_samples, seed)
 
     def _outputs(self, Xt, n_samples=None, seed=None):
         S = int(self.predict_samples if n_samples is None else n_samples)
