@@ -1,4 +1,5 @@
-"""skbayes demo: a Bayesian neural network on the diabetes data set.
+"""Demo: a Bayesian neural network on the diabetes data set
+========================================================
 
 Fits ``StandardScaler -> SLANGRegressor`` (one hidden layer of 20 units,
 low-rank-plus-diagonal Gaussian posterior of rank 8, noise precision learned)
@@ -37,7 +38,7 @@ from skbayes.metrics import gaussian_log_likelihood, interval_coverage  # noqa: 
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default="demo.png", help="PNG to write (default: demo.png)")
     args = parser.parse_args(argv)
     # A small network: one thread is as fast, and avoids OpenMP oversubscription

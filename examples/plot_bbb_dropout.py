@@ -1,4 +1,5 @@
-"""Bayes by Backprop against MC dropout on the toy regression y = x^3 + noise.
+"""Bayes by Backprop against MC dropout on the toy regression y = x^3 + noise
+==========================================================================
 
 The data of ``plot_toy_regression.py``: thirty points with ``x ~ Uniform(-4, 4)``
 and ``y = x^3 + eps``, ``eps ~ N(0, 9)``. Both models use the same network (one
@@ -43,7 +44,7 @@ from skbayes import BBBRegressor, MCDropoutRegressor  # noqa: E402
 
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default=os.path.join(here, "bbb_dropout.png"), help="PNG to write")
     parser.add_argument(
         "--noise-precision",

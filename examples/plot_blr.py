@@ -1,4 +1,5 @@
-"""Exact Bayesian linear regression: BayesianLinearRegression next to scikit-learn's BayesianRidge.
+"""Exact Bayesian linear regression next to scikit-learn's BayesianRidge
+======================================================================
 
 On scikit-learn's diabetes data (442 patients, 10 features), in its raw units:
 
@@ -40,7 +41,7 @@ def scores(y, mean, std):
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "blr.png"))
     args = ap.parse_args()
 

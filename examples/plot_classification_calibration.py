@@ -1,4 +1,5 @@
-"""Calibration of SLANGClassifier on the breast cancer data set.
+"""Calibration of SLANGClassifier on the breast cancer data set
+============================================================
 
 A Bayesian neural network (one hidden layer of 50 ReLU units) and Bayesian
 logistic regression (``hidden_layer_sizes=()``), both trained by SLANG, are
@@ -6,7 +7,7 @@ compared with scikit-learn's LogisticRegression and MLPClassifier on a
 stratified held-out split of ``load_breast_cancer``. Every model standardises
 its inputs in a Pipeline. For each model the script prints the test accuracy,
 the log-loss and the expected calibration error (ECE: 15 equal-width bins on
-the confidence of the predicted class, the bins' |accuracy - confidence|
+the confidence of the predicted class, the bins' ``|accuracy - confidence|``
 weighted by their share of test points), and draws a reliability diagram.
 
 With a couple of hundred test points, almost all of them in the top bin,
@@ -65,7 +66,7 @@ def reliability(proba, y, n_bins=N_BINS):
 
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default=os.path.join(here, "calibration.png"), help="PNG to write")
     args = parser.parse_args(argv)
     # Small networks: one thread avoids OpenMP oversubscription on a busy machine.

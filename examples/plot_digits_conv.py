@@ -1,4 +1,5 @@
-"""A small convolutional network on scikit-learn's digits, trained by noisy EK-FAC.
+"""A small convolutional network on scikit-learn's digits, trained by noisy EK-FAC
+===============================================================================
 
 The 8x8 digit images (``load_digits``, pixels scaled to [0, 1]) are split
 75/25, stratified by class. The same small conv net (two 3x3 conv layers with
@@ -129,7 +130,7 @@ def reliability(y, proba, n_bins=N_BINS):
 
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default=os.path.join(here, "digits_conv.png"), help="PNG to write")
     parser.add_argument("--epochs", type=int, default=100, help="epochs for both models")
     parser.add_argument("--batch-size", type=int, default=64, help="minibatch size for both models")

@@ -1,8 +1,11 @@
-"""Compare the initialisations of the i-BLM paper on its 1-D toy problem.
+"""Compare the initialisations of the i-BLM paper on its 1-D toy problem
+=====================================================================
 
-f(x) = sin(x) + sin(x/2) + sin(x/3) - sin(x/4), noise N(0, e^-2), x in [-10, 10].
+``f(x) = sin(x) + sin(x/2) + sin(x/3) - sin(x/4)``, noise ``N(0, e^-2)``, ``x`` in ``[-10, 10]``.
 For each `init`, plots the posterior-predictive mean and a 2-std band right after
 initialisation (top row) and after a few epochs of SLANG (bottom row).
+
+Run::
 
     .venv/bin/python examples/plot_init_comparison.py [--epochs 5] [--out examples/init_comparison.png]
 """

@@ -1,4 +1,5 @@
-"""Mean-field baselines on the toy regression y = x^3 + noise: VOGN, Vadam, Vprop.
+"""Mean-field baselines on the toy regression y = x^3 + noise: VOGN, Vadam, Vprop
+==============================================================================
 
 The data of ``plot_toy_regression.py`` (30 points, ``x ~ Uniform(-4, 4)``,
 ``y = x^3 + eps`` with ``eps ~ N(0, 9)``), fitted by a one-hidden-layer
@@ -45,7 +46,7 @@ from skbayes import VadamRegressor, VOGNRegressor  # noqa: E402
 
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default=os.path.join(here, "meanfield.png"), help="PNG to write")
     args = parser.parse_args(argv)
 

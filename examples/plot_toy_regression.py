@@ -1,4 +1,5 @@
-"""Toy regression of the SLANG paper: y = x^3 + noise.
+"""Toy regression of the SLANG paper: y = x^3 + noise
+==================================================
 
 Thirty points with ``x ~ Uniform(-4, 4)`` and ``y = x^3 + eps``,
 ``eps ~ N(0, 9)``, are fitted by a one-hidden-layer network of 10 units
@@ -37,7 +38,7 @@ from skbayes import SLANGRegressor  # noqa: E402
 
 def main(argv=None):
     here = os.path.dirname(os.path.abspath(__file__))
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.partition("\n")[0])
     parser.add_argument("--out", default=os.path.join(here, "toy_regression.png"), help="PNG to write")
     parser.add_argument(
         "--noise-precision",

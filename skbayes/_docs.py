@@ -62,7 +62,7 @@ PARAMS: dict[str, Entry] = {
         epoch, the ELBO's maximiser ``lambda_g = (n_g + 1) / (E_q||theta_g||^2 + 1)``
         (a ``Gamma(1.5, 0.5)`` hyperprior), starting from 1; the values are in
         ``prior_precision_``. On small networks it is not better than 1 at the
-        defaults (see the benchmarks page), hence not the default yet.""",
+        defaults (see the :doc:`benchmarks page </benchmarks>`), hence not the default yet.""",
     ),
     "learning_rate": E(
         "float",
@@ -106,8 +106,8 @@ PARAMS: dict[str, Entry] = {
         a minibatch local in the layer's input space, so that units differ; the
         output layer on a random one). 'iblm_random': the same with the paper's
         random minibatches for every layer. 'default': PyTorch's initialisation.
-        The others are the i-BLM paper's baselines (see the initialisation page
-        of the documentation).""",
+        The others are the i-BLM paper's baselines (see the :doc:`initialisation page
+        </init>` of the documentation).""",
     ),
     "iblm_batch_size": E(
         "int",
@@ -201,7 +201,7 @@ ATTRS: dict[str, Entry] = {
         Number of features seen during fit.""",
     ),
     "feature_names_in_": E(
-        "ndarray of shape (n_features_in_,)",
+        "ndarray of shape (`n_features_in_`,)",
         """
         Feature names seen during fit (only for inputs with string column names).""",
     ),

@@ -14,8 +14,8 @@ minimising a Monte Carlo estimate of the negative ELBO
 Initial standard deviations are ``1 / sqrt(n_samples + prior_precision)``
 for ``init='default'``, else those of the initialiser. {face}
 
-Read more in the Bayes by Backprop and MC dropout page of the documentation
-(docs/bbb_dropout.md).
+Read more in the :doc:`Bayes by Backprop and MC dropout page </bbb_dropout>`
+of the documentation.
 """
 
 

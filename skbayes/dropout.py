@@ -13,8 +13,8 @@ mask is drawn from a generator seeded at fit time and serves every row of
 the call, so predictions are deterministic and a row's prediction does not
 depend on the other rows. During training every example gets its own mask. {face}
 
-Read more in the Bayes by Backprop and MC dropout page of the documentation
-(docs/bbb_dropout.md).
+Read more in the :doc:`Bayes by Backprop and MC dropout page </bbb_dropout>`
+of the documentation.
 """
 
 

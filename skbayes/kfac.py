@@ -10,7 +10,7 @@ Noisy K-FAC fits a matrix-variate Gaussian posterior per layer,
 with ``A`` and ``S`` the Kronecker factors of the Fisher of the layer's inputs
 and output gradients (KFC factors for conv layers), by noisy natural gradient. {face}
 
-Read more in the Kronecker-factored estimators page of the documentation (docs/kfac.md).
+Read more in the :doc:`Kronecker-factored estimators page </kfac>` of the documentation.
 """
 
 _EKFAC_BODY = """
@@ -19,7 +19,7 @@ layer, ``Cov(vec W) = (lambda/N) (Q_S kron Q_A) (R + g_in)^-1 (Q_S kron Q_A)^T``
 the Kronecker eigenbasis of K-FAC plus a full diagonal re-scaling ``R`` in that
 basis, tracked from per-example gradient projections. {face}
 
-Read more in the Kronecker-factored estimators page of the documentation (docs/kfac.md).
+Read more in the :doc:`Kronecker-factored estimators page </kfac>` of the documentation.
 """
 
 

@@ -26,7 +26,7 @@ _EPS = np.finfo(np.float64).eps
 #: ask for (``predict`` works in blocks; ``log_marginal_likelihood`` needs less
 #: than the ``fit`` that preceded it). The estimate is checked before anything
 #: large is allocated; above the limit (or above the machine's physical memory,
-#: if smaller) :class:`MemoryLimitError` is raised. Set
+#: if smaller) :class:`~skbayes.exceptions.MemoryLimitError` is raised. Set
 #: ``skbayes.linear_model.MEMORY_LIMIT_GIB`` to change it.
 MEMORY_LIMIT_GIB = 8.0
 
@@ -465,10 +465,10 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         ``X_scale_``.
 
     n_features_in_ : int
-        Number of features seen during :term:`fit`.
+        Number of features seen during ``fit``.
 
     feature_names_in_ : ndarray of shape (`n_features_in_`,)
-        Names of features seen during :term:`fit`. Defined only when `X`
+        Names of features seen during ``fit``. Defined only when `X`
         has feature names that are all strings.
 
     See Also
@@ -540,7 +540,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
 
     **Memory.** ``sigma_`` is a dense n_features x n_features matrix. Before
     allocating anything large, :meth:`fit` (and :meth:`sample_y`) estimate
-    their working memory and raise :class:`MemoryLimitError`, naming the size
+    their working memory and raise :class:`~skbayes.exceptions.MemoryLimitError`, naming the size
     and the shapes, if it exceeds ``skbayes.linear_model.MEMORY_LIMIT_GIB``
     (8 GiB by default) or the physical memory. :meth:`predict` works through
     the query points in blocks.
@@ -821,7 +821,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             Determines random number generation to randomly draw samples.
             Pass an int for reproducible results across multiple function
             calls.
-            See :term:`Glossary <random_state>`.
+            See scikit-learn's `Glossary <https://scikit-learn.org/stable/glossary.html#term-random_state>`__.
 
         Returns
         -------

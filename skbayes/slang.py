@@ -11,7 +11,7 @@ whose precision is low rank plus diagonal, ``U U^T + diag(d)``, by
 approximate natural-gradient steps built from back-propagated per-example
 gradients. {face}
 
-Read more in the SLANG estimators page of the documentation (docs/slang.md).
+Read more in the :doc:`SLANG estimators page </slang>` of the documentation.
 """
 
 

@@ -47,7 +47,7 @@ gradient underestimates the mean of per-example squares (by up to a factor
 ``M`` for uncorrelated gradients), so after a long fit the posterior is
 wider than VOGN's. {face}
 
-Read more in the mean-field estimators page of the documentation (docs/meanfield.md).
+Read more in the :doc:`mean-field estimators page </meanfield>` of the documentation.
 """
 
 

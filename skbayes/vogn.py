@@ -25,7 +25,7 @@ examples, a minibatch of ``M``, ``S`` weight samples and ``d = N s + lambda``::
 It is SLANG with ``rank=0``: this class shares SLANG's code and trains
 step for step like ``SLANG*(rank=0)`` with the same parameters. {face}
 
-Read more in the mean-field estimators page of the documentation (docs/meanfield.md).
+Read more in the :doc:`mean-field estimators page </meanfield>` of the documentation.
 """
 
 
