@@ -14,9 +14,9 @@ intervals (all greater is better).
 On scikit-learn's diabetes data (442 patients, 10 features), a ``StandardScaler``
 and a ``SLANGRegressor`` in a Pipeline, 5-fold cross-validation over
 ``prior_precision``, refitting the value with the best log-likelihood. The table
-shows every score; R² picks a different value than the log-likelihood here. The
-differences between the best few values are within a fold-to-fold standard
-deviation: what the grid rules out reliably are the extremes (a very vague
+shows every score. The differences between the best few values are within a
+fold-to-fold standard deviation, so R² and the log-likelihood may pick different
+ones (they do in some runs: 0.1 and 1); what the grid rules out reliably are the extremes (a very vague
 prior overfits, a very tight one underfits). Exact Bayesian linear regression is
 scored the same way for reference.
 
@@ -49,7 +49,7 @@ PRIOR_PRECISIONS = [0.01, 0.1, 1.0, 10.0, 100.0]
 
 
 def main():
-    ap = argparse.ArgumentParser(description=__doc__.strip().splitlines()[0])
+    ap = argparse.ArgumentParser(description=__doc__.strip().partition("\n")[0])
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "model_selection.png"))
     args = ap.parse_args()
     torch.set_num_threads(1)  # a small network: one thread is fastest on a shared machine

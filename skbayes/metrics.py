@@ -6,7 +6,7 @@ points, optionally weighted). The scorers (:func:`make_log_likelihood_scorer`,
 :func:`get_scorer`) are callables ``scorer(estimator, X, y)`` that score the
 predictive distribution of a fitted estimator, greater is better, for
 ``scoring=`` in ``GridSearchCV``, ``cross_validate`` and ``cross_val_score``.
-See ``docs/model_selection.md``.
+See :doc:`/model_selection`.
 """
 
 import inspect
