@@ -21,7 +21,7 @@ from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_array, check_consistent_length, check_random_state, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 from torch import nn
 
 if TYPE_CHECKING:
@@ -201,7 +201,16 @@ class BayesianNetwork(BaseEstimator):
         return max(bs, 1)
 
     # --- initialisation -----------------------------------------------------------------
-    def _initialize(self, X, y_enc, family, rng):
+    def _effective_weights(self, sample_weight, n_rows):
+        """``(weights, n_train)`` for training: the sample weights rescaled to mean one (a
+        tensor) and their sum, the effective number of examples; ``(None, n_rows)``
+        without sample weights."""
+        if sample_weight is None:
+            return None, n_rows
+        total = float(np.sum(sample_weight, dtype=np.float64))
+        return self._tensor(sample_weight * (n_rows / total)), total
+
+    def _initialize(self, X, y_enc, family, rng, sample_weight=None):
         self._fitted_dtype, self._fitted_device = _torch_dtype(self.dtype), torch.device(self.device)
         self._likelihood = self._make_likelihood()
         n_out = self._likelihood.n_outputs
@@ -234,6 +243,11 @@ class BayesianNetwork(BaseEstimator):
             device=self._device,
         )
         lam = self._prior.values[0] if self._prior.values else 1.0  # the starting precision of every group
+        weights, n_train = self._effective_weights(sample_weight, X.shape[0])
+        B = int(self.iblm_batch_size)
+        if weights is not None:
+            # i-BLM's regressions on min(B, n_rows) rows stand for min(B, n_train) examples
+            weights = weights * (min(B, n_train) / min(B, X.shape[0]))
         with torch.no_grad():
             mean, var, noise_variance = initial_moments(
                 self.init,
@@ -245,19 +259,20 @@ class BayesianNetwork(BaseEstimator):
                 batch_size=int(self.iblm_batch_size),
                 n_classes=self._n_classes(),
                 centre_hidden=self.module is None and self.activation in ("tanh", "identity", "logistic", "sigmoid"),
+                **({} if weights is None else {"weights": weights}),
             )
-            precision = initial_precision(var, lam, X.shape[0], self.init, self.iblm_batch_size)
+            precision = initial_precision(var, lam, n_train, self.init, self.iblm_batch_size)
             self._forward.layout.load_into(net, mean)
             self.posterior_, self._state = family.init_posterior(
                 mean,
                 precision,
-                X.shape[0],
+                n_train,
                 self._forward,
                 kl_annealing_scale(self.kl_annealing, 0),
                 self._prior.value(),
             )
         if noise_variance is not None:
-            self._likelihood.start_from(noise_variance, min(int(self.iblm_batch_size), X.shape[0]))
+            self._likelihood.start_from(noise_variance, min(B, n_train))
         self.t_ = 0
         self.n_iter_ = 0
         self.loss_curve_ = []
@@ -300,17 +315,18 @@ class BayesianNetwork(BaseEstimator):
             del self.__dict__[k]
         self.__dict__.update(state)
 
-    def _fit(self, X, y, incremental, classes=None):
+    def _fit(self, X, y, incremental, classes=None, sample_weight=None):
         """Transactional fit: the previous fitted state is restored, exactly, when
-        anything raises before the fit completes; a ``KeyboardInterrupt`` after at
-        least one completed epoch keeps the end of the last completed epoch."""
+        anything raises before the fit completes (invalid ``sample_weight`` included);
+        a ``KeyboardInterrupt`` after at least one completed epoch keeps the end of the
+        last completed epoch."""
         self._validate_params()
         fitted = hasattr(self, "posterior_")
         reset = not (fitted and (incremental or self.warm_start))
         saved = self._fitted_state(deep=not reset)
         try:
             with limit_torch_threads():
-                interrupted = self._fit_unguarded(X, y, incremental, reset, classes)
+                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight)
         except BaseException:
             self._restore_fitted_state(saved)
             raise
@@ -324,25 +340,47 @@ class BayesianNetwork(BaseEstimator):
             raise KeyboardInterrupt
         return self
 
-    def _fit_unguarded(self, X, y, incremental, reset, classes):
+    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None):
         n_iter_before = getattr(self, "n_iter_", 0) if not reset else 0
         X, y = self._validate_X_y(X, y, reset=reset)
+        sw = None
+        if sample_weight is not None:
+            X, y, sw = self._check_sample_weight(sample_weight, X, y)
         if reset:
             self._warn_input_scale(X)
-        self._prepare_targets(y, first=reset, classes=classes)
+        self._prepare_targets(y, first=reset, classes=classes, sample_weight=sw)
         y_enc = self._encode_targets(y)
         family = self._make_family()
         if reset:
-            self._initialize(X, y_enc, family, check_random_state(self.random_state))
+            self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
         validation = None
         if self.early_stopping and not incremental:
-            X, y_enc, Xv, yv = self._validation_split(X, y_enc)
-            Xv_t = self._tensor(Xv)
-            validation = lambda: self._validation_score(Xv_t, yv)  # noqa: E731
+            if sw is None:
+                X, y_enc, Xv, yv = self._validation_split(X, y_enc)
+                Xv_t = self._tensor(Xv)
+                validation = lambda: self._validation_score(Xv_t, yv)  # noqa: E731
+            else:
+                X, y_enc, sw, Xv, yv, swv = self._validation_split(X, y_enc, sw)
+                Xv_t = self._tensor(Xv)
+                validation = lambda: self._validation_score(Xv_t, yv, swv)  # noqa: E731
         n_epochs = 1 if incremental else int(self.max_iter)
-        outcome = _loop.run_epochs(
-            self, family, self._tensor(X), self._target_tensor(y_enc), n_epochs, incremental, validation
-        )
+        if sw is None:
+            outcome = _loop.run_epochs(
+                self, family, self._tensor(X), self._target_tensor(y_enc), n_epochs, incremental, validation
+            )
+        else:
+            weights, n_train = self._effective_weights(sw, X.shape[0])
+            outcome = _loop.run_epochs(
+                self,
+                family,
+                self._tensor(X),
+                self._target_tensor(y_enc),
+                n_epochs,
+                incremental,
+                validation,
+                weights=weights,
+                n_train=n_train,
+            )
         if outcome.interrupted and self.n_iter_ == n_iter_before:
             raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
         self.diverged_ = outcome.diverged
@@ -352,6 +390,17 @@ class BayesianNetwork(BaseEstimator):
         if not incremental and not outcome.interrupted and self.n_iter_ > 0:
             self._warn_poor_fit(X, y_enc, family)
         return outcome.interrupted
+
+    def _check_sample_weight(self, sample_weight, X, y):
+        """Validated sample weights (a new float64 array when anything is dropped or
+        converted; the caller's array is never written to) and the rows with a positive
+        weight: ``(X, y, sample_weight)``. A row of weight zero has no influence on the
+        objective, so it is dropped before anything else looks at the data."""
+        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        keep = sw > 0
+        if not keep.all():
+            X, y, sw = X[keep], np.asarray(y)[keep], sw[keep]
+        return X, y, sw
 
     def _warn_input_scale(self, X):
         with np.errstate(over="ignore", invalid="ignore"):
@@ -384,7 +433,9 @@ class BayesianNetwork(BaseEstimator):
                 stacklevel=4,
             )
 
-    def _validation_split(self, X, y):
+    def _validation_split(self, X, y, sample_weight=None):
+        """Hold out ``validation_fraction`` of the rows: ``(X, y, Xv, yv)``, or with
+        sample weights ``(X, y, w, Xv, yv, wv)`` (the weights split with their rows)."""
         from sklearn.model_selection import train_test_split
 
         stratify = y if is_classifier_face(self) else None
@@ -396,14 +447,15 @@ class BayesianNetwork(BaseEstimator):
                 f"early_stopping with validation_fraction={self.validation_fraction} leaves an empty "
                 f"training or validation set for {n} samples."
             )
+        arrays = (X, y) if sample_weight is None else (X, y, sample_weight)
         try:
-            Xt, Xv, yt, yv = train_test_split(
-                X, y, test_size=float(self.validation_fraction), random_state=seed, stratify=stratify
+            parts = train_test_split(
+                *arrays, test_size=float(self.validation_fraction), random_state=seed, stratify=stratify
             )
         except ValueError:
-            Xt, Xv, yt, yv = train_test_split(X, y, test_size=float(self.validation_fraction), random_state=seed)
+            parts = train_test_split(*arrays, test_size=float(self.validation_fraction), random_state=seed)
         self.validation_scores_ = []
-        return Xt, yt, Xv, yv
+        return tuple(parts[0::2]) + tuple(parts[1::2])
 
     def _finalize(self):
         """Fitted attributes derived from the trained state (hook of the faces)."""
@@ -489,6 +541,13 @@ class BayesianNetwork(BaseEstimator):
         return f
 
 
+def _weighted_mean(values, weights) -> float:
+    """``sum_i w_i v_i / sum_i w_i`` of a tensor ``values`` and numpy ``weights`` (as
+    ``values.mean()`` computes it when every weight is 1)."""
+    w = torch.as_tensor(np.asarray(weights), dtype=values.dtype, device=values.device)
+    return float((values * w).sum() / w.sum())
+
+
 def is_classifier_face(est) -> bool:
     return isinstance(est, BayesianNetworkClassifier)
 
@@ -507,12 +566,16 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     def _n_classes(self):
         return None
 
-    def _prepare_targets(self, y, first, classes=None):
+    def _prepare_targets(self, y, first, classes=None, sample_weight=None):
         if not first:
             return
         y = np.asarray(y, dtype=np.float64)
-        self._y_mean = float(y.mean())
-        std = float(y.std())
+        if sample_weight is None:
+            self._y_mean = float(y.mean())
+            std = float(y.std())
+        else:  # the weighted moments: those of the data with rows repeated by integer weights
+            self._y_mean = float(np.average(y, weights=sample_weight))
+            std = float(np.sqrt(np.average((y - self._y_mean) ** 2, weights=sample_weight)))
         self._y_std = std if std > 0 and np.isfinite(std) else 1.0
 
     def _make_likelihood(self):
@@ -533,12 +596,13 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         self.noise_precision_ = noise.tau_mean / self._y_std**2
         self.noise_std_ = math.sqrt(noise.noise_variance) * self._y_std
 
-    def _validation_score(self, Xv, yv):
+    def _validation_score(self, Xv, yv, wv=None):
         f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))[..., 0]
         y = self._tensor(yv)
         var = self._likelihood.noise.noise_variance
         logp = -0.5 * (y[None] - f) ** 2 / var - 0.5 * math.log(2 * math.pi * var)
-        return float((torch.logsumexp(logp, 0) - math.log(f.shape[0])).mean())
+        lp = torch.logsumexp(logp, 0) - math.log(f.shape[0])
+        return float(lp.mean()) if wv is None else _weighted_mean(lp, wv)
 
     def _output_units(self, f):
         return self._y_mean + self._y_std * f
@@ -551,7 +615,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return mse > 2.0 * const + 1e-12, mse, const
 
     # --- public API ---------------------------------------------------------------------
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit the variational posterior to data.
 
         Parameters
@@ -560,15 +624,24 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             Training inputs.
         y : array-like of shape (n_samples,)
             Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each row's log-likelihood term: the ELBO's data
+            term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
+            curvature statistics and the noise-precision update are weighted alike. An integer
+            weight acts as that many copies of the row; multiplying every weight
+            by ``c`` acts as ``c`` times the data (the prior counts for less), not
+            as an invariance. Rows of weight zero are dropped. None gives every row
+            weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
+            documentation.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
-        return self._fit(X, y, incremental=False)
+        return self._fit(X, y, incremental=False, sample_weight=sample_weight)
 
-    def partial_fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def partial_fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
 
         The first call initialises the model (target scaling is fixed by the
@@ -580,13 +653,23 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             Training inputs.
         y : array-like of shape (n_samples,)
             Real-valued targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each row's log-likelihood term: the ELBO's data
+            term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
+            curvature statistics and the noise-precision update are weighted alike. An integer
+            weight acts as that many copies of the row; multiplying every weight
+            by ``c`` acts as ``c`` times the data (the prior counts for less), not
+            as an invariance. Rows of weight zero are dropped. None gives every row
+            weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
+            documentation. The weights count within the call: its
+            data term is scaled to the sum of its weights.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
-        return self._fit(X, y, incremental=True)
+        return self._fit(X, y, incremental=True, sample_weight=sample_weight)
 
     def _moments(self, X):
         f = self._predict_outputs(X)[..., 0].double()  # float64 moments: no overflow of a float32 variance
@@ -725,13 +808,13 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     def _n_classes(self):
         return len(self.classes_)
 
-    def _prepare_targets(self, y, first, classes=None):
+    def _prepare_targets(self, y, first, classes=None, sample_weight=None):
         if first:
             labels = unique_labels(y) if classes is None else unique_labels(np.asarray(classes))
             if len(labels) < 2:
+                where = "the data" if sample_weight is None else "the rows with a positive sample_weight"
                 raise ValueError(
-                    f"{type(self).__name__} needs samples of at least 2 classes in the data; "
-                    f"got 1 class: {labels[0]!r}."
+                    f"{type(self).__name__} needs samples of at least 2 classes in {where}; got 1 class: {labels[0]!r}."
                 )
             self.classes_ = labels
         else:
@@ -770,14 +853,15 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         const = float(-np.mean(np.log(np.clip(freq[y], 1e-300, None))))
         return loss > 1.5 * const + 1e-3, loss, const
 
-    def _validation_score(self, Xv, yv):
+    def _validation_score(self, Xv, yv, wv=None):
         f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
         p = self._probs(f).mean(0)
         idx = torch.as_tensor(np.asarray(yv, dtype=np.int64), device=p.device)
-        return float(torch.log(p.gather(1, idx[:, None]).clamp_min(1e-300)).mean())
+        lp = torch.log(p.gather(1, idx[:, None]).clamp_min(1e-300))
+        return float(lp.mean()) if wv is None else _weighted_mean(lp[:, 0], wv)
 
     # --- public API ---------------------------------------------------------------------
-    def fit(self, X: ArrayLike, y: ArrayLike) -> Self:
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
         """Fit the variational posterior to data.
 
         Parameters
@@ -786,15 +870,31 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             Training inputs.
         y : array-like of shape (n_samples,)
             Class labels (any hashable, sortable type: ints, strings, ...).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each row's log-likelihood term: the ELBO's data
+            term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
+            curvature statistics are weighted alike. An integer
+            weight acts as that many copies of the row; multiplying every weight
+            by ``c`` acts as ``c`` times the data (the prior counts for less), not
+            as an invariance. Rows of weight zero are dropped. None gives every row
+            weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
+            documentation. ``classes_`` are the labels of the rows with a
+            positive weight.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
-        return self._fit(X, y, incremental=False)
+        return self._fit(X, y, incremental=False, sample_weight=sample_weight)
 
-    def partial_fit(self, X: ArrayLike, y: ArrayLike, classes: ArrayLike | None = None) -> Self:
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
 
         Parameters
@@ -807,6 +907,16 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             All classes that can appear in any call. Required on the first
             call (as for scikit-learn's incremental classifiers), ignored later
             unless it disagrees with ``classes_``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each row's log-likelihood term: the ELBO's data
+            term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
+            curvature statistics are weighted alike. An integer
+            weight acts as that many copies of the row; multiplying every weight
+            by ``c`` acts as ``c`` times the data (the prior counts for less), not
+            as an invariance. Rows of weight zero are dropped. None gives every row
+            weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
+            documentation. The weights count within the call: its
+            data term is scaled to the sum of its weights.
 
         Returns
         -------
@@ -815,7 +925,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """
         if not hasattr(self, "classes_") and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit.")
-        return self._fit(X, y, incremental=True, classes=classes)
+        return self._fit(X, y, incremental=True, classes=classes, sample_weight=sample_weight)
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior predictive class probabilities.

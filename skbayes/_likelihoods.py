@@ -28,7 +28,7 @@ class _NoParameters:
     def start_from(self, noise_variance, n_rows):
         """No parameters to start."""
 
-    def update(self, f, y, scale, N, step):
+    def update(self, f, y, scale, N, step, weights=None):
         """No parameters to update."""
 
     def kl(self):
@@ -71,11 +71,16 @@ class Gaussian:
             self.noise.a = self.noise.a0 + 0.5 * n_rows
             self.noise.b = self.noise.b0 + 0.5 * n_rows * noise_variance
 
-    def update(self, f, y, scale, N, step):
+    def update(self, f, y, scale, N, step, weights=None):
         """Natural-gradient step on ``q(tau)`` from the outputs ``f`` (S, M, 1) of a training
-        step on targets ``y`` (M,); ``scale = N / (M S)`` scales the squared residuals to ``N``."""
+        step on targets ``y`` (M,); ``scale = N / (M S)`` scales the squared residuals to ``N``.
+
+        ``weights`` (M,): the rows' sample weights rescaled to mean one over the training
+        set, with ``N`` then the sum of the sample weights (the effective number of
+        observations): the squared residuals are weighted, as duplicated rows would be."""
         r = f[..., 0] - y
-        self.noise.update(scale * float((r * r).sum()), N, step)
+        sq = r * r if weights is None else r * r * weights
+        self.noise.update(scale * float(sq.sum()), N, step)
 
     def kl(self):
         return self.noise.kl()
@@ -131,7 +136,10 @@ class GaussianNoise:
         a <- (1 - beta) a + beta (a0 + N / 2)
         b <- (1 - beta) b + beta (b0 + (N / (M S)) sum_{i,s} r_is^2 / 2)
 
-    whose fixed point is the optimal ``q(tau)`` given ``q(theta)``.
+    whose fixed point is the optimal ``q(tau)`` given ``q(theta)``. With sample
+    weights ``w_i``, ``N`` is ``sum_i w_i`` (the effective number of observations)
+    and the squared residuals are weighted by ``w_i`` rescaled to mean one, so the
+    update equals that on the data with row ``i`` repeated ``w_i`` times.
     """
 
     def __init__(self, tau=1.0, learn=True, a0=6.0, b0=6.0):

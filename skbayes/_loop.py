@@ -135,31 +135,48 @@ def restore(est, snap):
     est._prior.set_state(snap["prior"])
 
 
-def run_epoch(est, family, X, y, batch_size, gen):
+def permutation(n, gen, device):
+    """The order of the rows in an epoch (tests replace it to fix the order)."""
+    return torch.randperm(n, generator=gen, device=device)
+
+
+def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None):
     """One pass over ``(X, y)`` (tensors) in random minibatches; returns the summed data
-    terms and the number of steps. Raises :class:`Divergence` on non-finite values."""
+    terms and the number of steps. Raises :class:`Divergence` on non-finite values.
+
+    ``weights``: None, or the rows' sample weights rescaled to mean one, with ``n_train``
+    their sum before rescaling (the effective number of examples; see
+    :class:`~skbayes._families.base.StepContext`)."""
     N = X.shape[0]
-    perm = torch.randperm(N, generator=gen, device=X.device)
+    if weights is None:
+        n_train = N
+    perm = permutation(N, gen, X.device)
     total, n_steps = 0.0, 0
     prior_precision = est._prior.value()
     for start in range(0, N, batch_size):
         idx = perm[start : start + batch_size]
         Xb, yb = X[idx], y[idx]
+        wb = None if weights is None else weights[idx]
         ctx = StepContext(
             forward=est._forward,
             likelihood=est._likelihood,
-            n_train=N,
+            n_train=n_train,
             generator=gen,
             t=est.t_,
             kl_scale=kl_annealing_scale(est.kl_annealing, est.t_),
             mc_samples=int(est.mc_samples),
             prior_precision=prior_precision,
+            weights=wb,
         )
         try:
             with torch.no_grad():
                 res = family.step(est.posterior_, est._state, Xb, yb, ctx)
                 f = res.outputs
-                est._likelihood.update(f, yb, N / (f.shape[1] * f.shape[0]), N, res.noise_step)
+                if wb is None:
+                    est._likelihood.update(f, yb, N / (f.shape[1] * f.shape[0]), N, res.noise_step)
+                else:
+                    scale = n_train / (f.shape[1] * f.shape[0])
+                    est._likelihood.update(f, yb, scale, n_train, res.noise_step, weights=wb)
         except (torch.linalg.LinAlgError, FloatingPointError) as exc:  # non-finite values mid-step
             raise Divergence from exc
         est.t_ += 1
@@ -188,18 +205,20 @@ def objective(est, family, data_term, n_steps, N):
     return (data_term / n_steps + kl) / N
 
 
-def run_epochs(est, family, X, y, n_epochs, incremental, validation=None):
+def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weights=None, n_train=None):
     """Train ``est`` for up to ``n_epochs`` epochs on ``(X, y)`` (tensors).
 
     ``validation``: None, or a callable returning the held-out score of the current
     posterior (early stopping). ``incremental`` (``partial_fit``): no stopping rule.
+    ``weights``, ``n_train``: sample weights rescaled to mean one and their sum (see
+    :func:`run_epoch`); the objective is then per effective example.
     Returns an :class:`Outcome`; warnings name the family's step sizes.
     """
     name = type(est).__name__
     gen = torch.Generator(device=X.device)
     gen.set_state(est._rng_state)
-    N = X.shape[0]
-    bs = est._batch_size(N)
+    N = X.shape[0] if weights is None else n_train
+    bs = est._batch_size(X.shape[0])
     tol_stop = ToleranceStop(est.tol, est.n_iter_no_change)
     val_stop = ValidationStop(est.tol, est.n_iter_no_change) if validation is not None else None
     guard = None
@@ -217,7 +236,10 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None):
         if guard is not None:
             guard.epoch_start(snap)
         try:
-            data_term, n_steps = run_epoch(est, family, X, y, bs, gen)
+            if weights is None:
+                data_term, n_steps = run_epoch(est, family, X, y, bs, gen)
+            else:
+                data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train)
             loss = objective(est, family, data_term, n_steps, N)
         except KeyboardInterrupt:
             restore(est, snap)  # the end of the last completed epoch

@@ -13,7 +13,7 @@ from scipy.optimize import minimize_scalar
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .exceptions import MemoryLimitError, NonFiniteOutputError
 
@@ -264,7 +264,19 @@ def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
     return _Posterior(coef, sigma, float(log_evidence), method, chol, Xw if method == "dual" else None)
 
 
-def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
+def _weighted_evidence_correction(r, sample_weight):
+    """``log p_w(y) - log N(yc | 0, diag(1 / r) + ...)``: the log evidence of the weighted
+    likelihood ``prod_i N(y_i | x_i w, 1 / p_i)^{w_i}`` (``p_i = r_i / w_i`` the rows' noise
+    precisions) minus that of the Gaussian with precisions ``r_i`` that :func:`_solve`
+    computes. Per row, ``N(y | m, 1/p)^w = N(y | m, 1/(w p)) (2 pi / (w p))^{1/2} (p / (2 pi))^{w/2}``,
+    whose log factor is ``((w - 1) (log p - log 2 pi) - log w) / 2``: zero for ``w = 1``.
+    For integer weights the result is the evidence of the data with row ``i`` repeated
+    ``w_i`` times."""
+    p = r / sample_weight
+    return 0.5 * float(np.sum((sample_weight - 1.0) * (np.log(p) - _LOG_2PI) - np.log(sample_weight)))
+
+
+def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol, n_obs=None):
     """Noise precision maximising the exact log evidence, ``alpha`` held fixed.
 
     With the thin SVD ``Xc = U diag(s) V^T``, ``b = U^T yc`` and
@@ -274,7 +286,9 @@ def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
         (m t + sum_k log(1 + s_k^2 e^{-t} / alpha) + rho e^{-t}
              + sum_k b_k^2 / (e^t + s_k^2 / alpha)) / 2,
 
-    with ``m = n`` (``n - 1`` when an intercept was integrated out). When
+    with ``m = n`` (``n - 1`` when an intercept was integrated out); ``n_obs``
+    replaces ``n`` there for sample weights (their sum, with ``Xc`` and ``yc`` the rows
+    multiplied by ``sqrt(w_i)``: the weighted likelihood's evidence). When
     ``yc`` lies in the span of ``Xc`` (typically ``d >= n``) the evidence can
     increase all the way to zero noise; the result is then the lower end of
     the bracket (the largest noise precision searched): a noise variance of
@@ -296,7 +310,8 @@ def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
     lam = s**2 / alpha
     with np.errstate(divide="ignore"):
         loglam = np.log(lam)
-    m = n - (1 if restricted else 0)
+    n_obs = n if n_obs is None else n_obs
+    m = n_obs - (1 if restricted else 0)
     k = s.size
 
     def neg_log_evidence(t):
@@ -317,14 +332,14 @@ def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol):
     # u >= (s_1^2 - C s_p^2) / ((C - 1) alpha), no constraint when s_1^2 <= C s_p^2.
     y2 = float(yc @ yc)
     scale = y2 if y2 > 0 else 1.0
-    p = min(d, m)
+    p = min(d, n - (1 if restricted else 0))
     cond_max = 1e12
     lo_cond = 0.0
     if p > 0 and s.size:
         s_1 = float(s[0] ** 2)
         s_p = float(s[p - 1] ** 2) if p <= s.size else 0.0
         lo_cond = max(s_1 - cond_max * s_p, 0.0) / ((cond_max - 1.0) * alpha)
-    lo = max(1e-12 * scale / max(n, 1), lo_cond)
+    lo = max(1e-12 * scale / max(n_obs, 1), lo_cond)
     hi = max(scale, 1e2 * lo)
     t_lo, t_hi = math.log(lo), math.log(hi)
     n_grid = int(math.ceil((t_hi - t_lo) / 0.25)) + 1
@@ -374,8 +389,9 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         problem, held fixed; must be positive. Before solving, every column of
         ``X`` is divided by its scale ``X_scale_`` and ``y`` by ``y_scale_``:
         their standard deviations over the training data (weighted by the
-        inverse noise variances when ``noise_variance`` is given, and the root
-        mean square about zero when ``fit_intercept=False``). ``alpha`` is
+        inverse noise variances when ``noise_variance`` is given, and by
+        ``sample_weight``, and the root mean square about zero when
+        ``fit_intercept=False``). ``alpha`` is
         therefore dimensionless: ``alpha=1`` says that a change of one
         standard deviation in any feature is a priori expected to move ``y``
         by about one standard deviation of ``y``. In the units of the data the
@@ -451,8 +467,9 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         is fixed (a float ``noise_precision`` or per-sample ``noise_variance``).
 
     X_offset_ : ndarray of shape (n_features,)
-        Noise-precision-weighted mean of the training inputs subtracted before
-        fitting if ``fit_intercept=True``; zeros otherwise.
+        Noise-precision-weighted mean of the training inputs (times the sample
+        weights, if given) subtracted before fitting if ``fit_intercept=True``;
+        zeros otherwise.
 
     X_scale_ : ndarray of shape (n_features,)
         Scale of each input column that ``alpha`` refers to: the
@@ -614,7 +631,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             raise ValueError(f"noise_variance must be strictly positive, got minimum {v.min()!r}.")
         return v
 
-    def fit(self, X, y, noise_variance=None):
+    def fit(self, X, y, noise_variance=None, sample_weight=None):
         """Fit the model.
 
         Parameters
@@ -631,6 +648,17 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             as given: no noise level is learned, ``noise_precision`` must then
             be "auto" or 1.0 and ``noise_precision_`` is set to NaN. If None,
             the noise is homoscedastic with precision ``noise_precision``.
+
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights: row ``i``'s likelihood enters as
+            ``N(y_i | x_i w + b, 1 / tau_i) ** w_i`` (weighted least squares, the
+            noise precision ``tau_i`` multiplied by ``w_i`` in the posterior). The
+            posterior, the standardisation (weighted means and scales), the
+            evidence-maximising noise precision and the evidence are those of the
+            data with row ``i`` repeated ``w_i`` times when the weights are integers;
+            rows of weight zero are dropped (exactly as if removed). Multiplying
+            every weight by ``c`` acts as ``c`` times the data, not as an invariance.
+            None gives every row weight 1.
 
         Returns
         -------
@@ -662,6 +690,15 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             r = 1.0 / self._check_noise_variance(noise_variance, n_samples)
         else:
             r = np.ones(n_samples)
+        sw = None
+        if sample_weight is not None:
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            keep = sw > 0
+            if not keep.all():  # rows of weight zero have no influence: drop them
+                X, y, r, sw = X[keep], y[keep], r[keep], sw[keep]
+                n_samples = X.shape[0]
+            r = r * sw  # the weighted likelihood's precisions
+        n_obs = n_samples if sw is None else float(np.sum(sw))
         restricted = bool(self.fit_intercept)
         learn_noise = not hetero and tau == "auto"
 
@@ -703,20 +740,29 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             tau_ = float("nan")
             r_s = r * y_scale**2
         elif tau == "auto":
-            tau_s, n_iter, converged = _maximise_noise_precision(Xs, ys, alpha, restricted, self.max_iter, self.tol)
+            if sw is None:
+                tau_s, n_iter, converged = _maximise_noise_precision(Xs, ys, alpha, restricted, self.max_iter, self.tol)
+            else:
+                ssw = np.sqrt(sw)
+                tau_s, n_iter, converged = _maximise_noise_precision(
+                    Xs * ssw[:, None], ys * ssw, alpha, restricted, self.max_iter, self.tol, n_obs=n_obs
+                )
             if not converged:
                 warnings.warn(
                     f"The evidence maximisation over noise_precision did not converge in max_iter={self.max_iter} "
                     "iterations; increase max_iter.",
                     ConvergenceWarning,
                 )
-            r_s = np.full(n_samples, tau_s)
+            r_s = np.full(n_samples, tau_s) if sw is None else tau_s * sw
             tau_ = tau_s / y_scale**2
         else:
             tau_ = tau
-            r_s = np.full(n_samples, tau * y_scale**2)
+            r_s = np.full(n_samples, tau * y_scale**2) if sw is None else (tau * y_scale**2) * sw
 
         post = _solve(Xs, ys, r_s, alpha, restricted)
+        log_evidence = post.log_evidence
+        if sw is not None:
+            log_evidence += _weighted_evidence_correction(r_s, sw)
 
         ratio = y_scale / X_scale  # standardised weights -> weights in data units
         coef = post.coef * ratio
@@ -728,7 +774,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self.intercept_ = float(y_offset - X_offset @ coef) if restricted else 0.0
         self.alpha_ = alpha
         self.noise_precision_ = float(tau_)
-        self.log_marginal_likelihood_value_ = post.log_evidence - self._log_jacobian(n_samples, restricted, y_scale)
+        self.log_marginal_likelihood_value_ = log_evidence - self._log_jacobian(n_obs, restricted, y_scale)
         self.n_iter_ = n_iter
         self.X_offset_ = X_offset
         self.X_scale_ = X_scale
@@ -737,6 +783,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self._X_train = Xs
         self._y_train = ys
         self._precision_train = r_s  # per-sample noise precisions at the fitted noise, units of ys
+        self._sample_weight = sw  # of the kept rows (None without sample weights)
         self._coef_std = post.coef
         self._y_offset = y_offset
         self._heteroscedastic = hetero
@@ -749,7 +796,8 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     @staticmethod
     def _log_jacobian(n_samples, restricted, y_scale):
         """``log p(ys) - log p(y)``: the evidence of ``y`` is that of ``ys = yc / y_scale`` in
-        ``n_samples - restricted`` dimensions (the flat-prior intercept removes one)."""
+        ``n_samples - restricted`` dimensions (the flat-prior intercept removes one); with
+        sample weights ``n_samples`` is their sum."""
         return (n_samples - int(restricted)) * math.log(y_scale)
 
     def predict(self, X, return_std=False):
@@ -897,6 +945,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         check_is_fitted(self)
         alpha = self.alpha_ if alpha is None else _check_positive("alpha", alpha)
         r = self._precision_train
+        sw = getattr(self, "_sample_weight", None)
         if noise_precision is not None:
             if self._heteroscedastic:
                 raise ValueError(
@@ -905,5 +954,10 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
                 )
             tau = _check_positive("noise_precision", noise_precision)
             r = np.full_like(r, tau * self.y_scale_**2)
+            if sw is not None:
+                r = r * sw
         post = _solve(self._X_train, self._y_train, r, alpha, self._restricted, compute_sigma=False)
-        return post.log_evidence - self._log_jacobian(len(r), self._restricted, self.y_scale_)
+        if sw is None:
+            return post.log_evidence - self._log_jacobian(len(r), self._restricted, self.y_scale_)
+        log_evidence = post.log_evidence + _weighted_evidence_correction(r, sw)
+        return log_evidence - self._log_jacobian(float(np.sum(sw)), self._restricted, self.y_scale_)

@@ -39,7 +39,23 @@ ESTIMATORS = [
 ]
 
 
-@parametrize_with_checks(ESTIMATORS)
+#: Checks a stochastic network cannot pass, and why (scikit-learn marks them xfail).
+EXPECTED_FAILED_CHECKS = {
+    "check_sample_weight_equivalence_on_dense_data": (
+        "a fit on rows repeated w_i times and a fit with sample_weight=w on the (shuffled) rows "
+        "follow different random paths: each epoch draws its row order with torch.randperm(n_rows) "
+        "from the generator that then draws the Monte Carlo weight samples (and dropout masks), "
+        "so the streams differ with n_rows, and init='iblm' draws its local minibatches from the "
+        "rows; the fits agree in expectation, not to rtol=1e-7. With the row order fixed, "
+        "init='default' and no per-row random draws the check passes for SLANG, VOGN, Vadam, BBB "
+        "and MC dropout (tests/test_sample_weight.py); not for noisy (E)K-FAC, whose Kronecker "
+        "factors of 15 rows x 30 features have repeated eigenvalues, so the eigenbasis that maps "
+        "the normal draws to weight samples depends on rounding."
+    ),
+}
+
+
+@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

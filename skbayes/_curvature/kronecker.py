@@ -9,7 +9,7 @@ from torch.func import functional_call
 from ..exceptions import UnsupportedLayerError
 
 
-def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generator=None):
+def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generator=None, weights=None):
     """Per-layer inputs and output gradients at weight samples ``theta`` (S, D).
 
     Returns
@@ -20,6 +20,11 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
         the mean step); ``Dfisher`` the labels sampled from the model (``fisher="true"``)
         or the observed ones (``fisher="empirical"``).
     nll : Tensor (S, M), f : Tensor (S, M, out)
+
+    With ``weights`` (M,) (sample weights), ``Dtrue`` holds ``w_i d_i`` (the gradient
+    of the weighted negative log-likelihood) and ``Dfisher`` ``sqrt(w_i) d_i``, so that
+    the second moments of :func:`layer_stats` and :func:`projected_second_moment`
+    weight an example by ``w_i`` once; ``nll`` stays unweighted.
     """
     per_layer = [[] for _ in layers]
     nlls, fs = [], []
@@ -50,18 +55,30 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
             raise UnsupportedLayerError("Each Linear/Conv2d layer must be called exactly once per forward pass.")
         for (k, inp, _), dt, df in zip(captured, d_true, d_fish):
             l = layers[k]
-            per_layer[k].append((l.patches(inp), l.out_grads(dt.detach()), l.out_grads(df.detach())))
+            Dt, Df = l.out_grads(dt.detach()), l.out_grads(df.detach())
+            if weights is not None:  # a layer output of row i only reaches nll_i: scale per row
+                Dt, Df = Dt * weights[:, None, None], Df * torch.sqrt(weights)[:, None, None]
+            per_layer[k].append((l.patches(inp), Dt, Df))
         nlls.append(nll.detach())
         fs.append(f.detach())
     rows = [tuple(torch.cat(parts, 0) for parts in zip(*chunks)) for chunks in per_layer]
     return rows, torch.stack(nlls), torch.stack(fs)
 
 
-def layer_stats(A, Dg):
-    """KFC factors of one minibatch: ``(E_i[sum_t a a^T], E_i[(1/T) sum_t d d^T])``."""
+def layer_stats(A, Dg, weights=None):
+    """KFC factors of one minibatch: ``(E_i[sum_t a a^T], E_i[(1/T) sum_t d d^T])``.
+
+    ``weights`` (m,), sample weights of the rows (mean one over the training set): the
+    first factor becomes ``E_i[w_i sum_t a a^T]``; ``Dg`` from :func:`kron_batch` already
+    holds ``sqrt(w_i) d``, so the second is ``E_i[w_i (1/T) sum_t d d^T]``. Each factor is
+    then the expectation under the weighted empirical distribution of the examples,
+    as on data with duplicated rows.
+    """
     m, T, n = A.shape
     Af = A.reshape(m * T, n)
     Df = Dg.reshape(m * T, -1)
+    if weights is not None:
+        return Af.T @ (Af * weights.repeat_interleave(T)[:, None]) / m, Df.T @ Df / (m * T)
     return Af.T @ Af / m, Df.T @ Df / (m * T)
 
 

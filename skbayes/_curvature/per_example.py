@@ -12,6 +12,11 @@ the per-example gradients ``g_i`` of the negative log-likelihood, one row per
 - ``combine_into_(V, out, beta)``  ``out <- beta out + (G^T V)^T``  in place, ``out`` (k, D)
 - ``dense()``     ``G`` itself                        (n, D)  (small problems only)
 
+With sample weights the rows are ``sqrt(w_i) g_i``, so that every quadratic
+quantity (``sq_sum``, ``gram``, ``G^T G``) weights an example by ``w_i`` once (as
+``w_i`` duplicated rows would), and ``grad_sum()`` returns ``sum_i w_i g_i``
+(the rows once more scaled by ``sqrt(w_i)``, kept as ``row_scale``).
+
 :class:`GenericCurvature` holds ``G`` explicitly (``torch.func.vmap(grad)``,
 any architecture). :class:`DenseCurvature` never forms it: for a dense layer
 ``g_i`` is the outer product ``delta_i a_i^T`` of the back-propagated output
@@ -25,13 +30,20 @@ from torch.func import functional_call, grad_and_value, vmap
 
 
 class GenericCurvature:
-    """Curvature batch holding the per-example gradient matrix ``G`` (n, D)."""
+    """Curvature batch holding the per-example gradient matrix ``G`` (n, D).
 
-    def __init__(self, G):
+    ``row_scale`` (n,): ``sqrt(w)`` of weighted rows (``G`` then holds ``sqrt(w_i) g_i``),
+    applied once more by :meth:`grad_sum`; None without weights.
+    """
+
+    def __init__(self, G, row_scale=None):
         self.G = G
         self.n, self.D = G.shape
+        self.row_scale = row_scale
 
     def grad_sum(self):
+        if self.row_scale is not None:
+            return (self.G * self.row_scale[:, None]).sum(0)
         return self.G.sum(0)
 
     def sq_sum(self):
@@ -65,11 +77,15 @@ class DenseCurvature:
         layer has no bias) in the flat parameter vector.
     D : int
         Length of the flat parameter vector.
+    row_scale : Tensor of shape (n,), optional
+        ``sqrt(w)`` of weighted rows (the ``Delta`` then hold ``sqrt(w_i) delta_i``),
+        applied once more by :meth:`grad_sum`.
     """
 
-    def __init__(self, layers, D):
+    def __init__(self, layers, D, row_scale=None):
         self.layers = layers
         self.D = D
+        self.row_scale = row_scale
         self.n = layers[0][0].shape[0]
         ref = layers[0][0]
         self._dtype, self._device = ref.dtype, ref.device
@@ -80,6 +96,8 @@ class DenseCurvature:
     def grad_sum(self):
         out = self._zeros(self.D)
         for A, Dl, w_off, o, i, b_off in self.layers:
+            if self.row_scale is not None:
+                Dl = Dl * self.row_scale[:, None]
             out[w_off : w_off + o * i] = (Dl.T @ A).reshape(-1)
             if b_off is not None:
                 out[b_off : b_off + o] = Dl.sum(0)
@@ -149,7 +167,7 @@ class DenseCurvature:
         return G
 
 
-def dense_curvature(spec, theta, X, y, lik):
+def dense_curvature(spec, theta, X, y, lik, weights=None):
     """Per-example curvature of a :class:`~skbayes._networks.DenseSpec` network.
 
     Parameters
@@ -162,6 +180,9 @@ def dense_curvature(spec, theta, X, y, lik):
         Targets in the likelihood's encoding.
     lik : Likelihood
         Gives the per-example negative log-likelihood ``lik.nll(f, y)``.
+    weights : Tensor (M,), optional
+        Sample weights (non-negative): the rows become ``sqrt(w_i) g_i`` (see the
+        module docstring); ``nll`` stays unweighted.
 
     Returns
     -------
@@ -170,18 +191,20 @@ def dense_curvature(spec, theta, X, y, lik):
     nll : Tensor (S, M), detached.
     f : Tensor (S, M, out), detached network outputs.
     """
+    sw = None if weights is None else torch.sqrt(weights)
     with torch.enable_grad():
         f, As, Zs = spec.forward(theta, X, keep=True)
         nll = lik.nll(f, y)
-        deltas = torch.autograd.grad(nll.sum(), Zs)
+        deltas = torch.autograd.grad(nll.sum() if sw is None else (nll * sw).sum(), Zs)
     S, M = nll.shape
     layers = []
     for A, Dl, (w_off, o, i, b_off) in zip(As, deltas, spec.linears):
         layers.append((A.reshape(S * M, i), Dl.reshape(S * M, o), w_off, o, i, b_off))
-    return DenseCurvature(layers, theta.shape[1]), nll.detach(), f.detach()
+    row_scale = None if sw is None else sw.repeat(S)
+    return DenseCurvature(layers, theta.shape[1], row_scale), nll.detach(), f.detach()
 
 
-def generic_curvature(module, layout, theta, X, y, lik):
+def generic_curvature(module, layout, theta, X, y, lik, weights=None):
     """Per-example gradients of any module by ``torch.func.vmap(grad)``.
 
     Same contract as :func:`dense_curvature`; materialises ``G`` (S*M, D).
@@ -191,24 +214,36 @@ def generic_curvature(module, layout, theta, X, y, lik):
         out = functional_call(module, params, (x[None],))
         return lik.nll(out, yi[None])[0]
 
+    def weighted_loss_one(params, x, yi, swi):
+        nll = loss_one(params, x, yi)
+        return nll * swi, nll
+
+    sw = None if weights is None else torch.sqrt(weights)
     Gs, nlls, fs = [], [], []
     for s in range(theta.shape[0]):
         params = layout.unflatten(theta[s])
         with torch.enable_grad():
-            g, v = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0))(params, X, y)
+            if sw is None:
+                g, v = vmap(grad_and_value(loss_one), in_dims=(None, 0, 0))(params, X, y)
+            else:
+                g, (_, v) = vmap(grad_and_value(weighted_loss_one, has_aux=True), in_dims=(None, 0, 0, 0))(
+                    params, X, y, sw
+                )
         Gs.append(torch.cat([g[n].reshape(X.shape[0], -1) for n in layout.names], dim=1))
         nlls.append(v)
         with torch.no_grad():
             fs.append(functional_call(module, params, (X,)))
     G = torch.cat(Gs, 0).detach()
-    return GenericCurvature(G), torch.stack(nlls).detach(), torch.stack(fs).detach()
+    row_scale = None if sw is None else sw.repeat(theta.shape[0])
+    return GenericCurvature(G, row_scale), torch.stack(nlls).detach(), torch.stack(fs).detach()
 
 
-def per_example_curvature(forward, theta, X, y, lik):
+def per_example_curvature(forward, theta, X, y, lik, weights=None):
     """Per-example curvature at weight samples ``theta`` (S, D) through ``forward``
     (a :class:`~skbayes._networks.NetworkForward`): the dense-layer path when the
     network has one, else ``torch.func.vmap(grad)``. Same contract as :func:`dense_curvature`.
     """
+    kw = {} if weights is None else {"weights": weights}
     if forward.spec is not None:
-        return dense_curvature(forward.spec, theta, X, y, lik)
-    return generic_curvature(forward.module, forward.layout, theta, X, y, lik)
+        return dense_curvature(forward.spec, theta, X, y, lik, **kw)
+    return generic_curvature(forward.module, forward.layout, theta, X, y, lik, **kw)

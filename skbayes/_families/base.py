@@ -46,8 +46,9 @@ class StepContext:
         Network + parameter vector -> outputs.
     likelihood : object
         Per-example negative log-likelihood ``nll(f, y)`` and ``sample(f, generator)``.
-    n_train : int
-        Training examples ``N`` (the minibatch terms are scaled to ``N``).
+    n_train : int or float
+        Training examples ``N`` (the minibatch terms are scaled to ``N``); with
+        sample weights, their sum (a float).
     generator : torch.Generator
         The fit's random stream (weight samples, masks, sampled labels).
     t : int
@@ -59,6 +60,15 @@ class StepContext:
     prior_precision : float or Tensor of shape (D,)
         The weight prior's current precision: a number for a fixed prior, a
         per-parameter vector when it is learned (``prior_precision='auto'``).
+    weights : Tensor of shape (M,) or None
+        Sample weights of the minibatch rows, rescaled to mean one over the
+        training set (``w_i N_rows / sum_j w_j``); ``n_train`` is then the
+        effective number of examples ``sum_j w_j``. The weighted problem is the
+        unweighted one on the weighted empirical distribution of the rows:
+        every per-example term (negative log-likelihood, gradient, curvature
+        statistic) is multiplied by its row's weight once, so that
+        ``(n_train / M) sum_i weights_i nll_i = (N_rows / M) sum_i w_i nll_i``.
+        None without sample weights (the unweighted code path).
     """
 
     forward: NetworkForward
@@ -69,6 +79,7 @@ class StepContext:
     kl_scale: float
     mc_samples: int
     prior_precision: float | torch.Tensor = 1.0
+    weights: torch.Tensor | None = None
 
 
 @dataclass
@@ -172,6 +183,11 @@ class PosteriorFamily:
         """``name=value`` of the step sizes, for warnings."""
         names = ("learning_rate",) + tuple(self.step_size_names)
         return ", ".join(f"{n}={getattr(self, n)}" for n in names)
+
+
+def weighted_sum(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:
+    """``sum values``, each example's term (last axis) times its weight when ``weights`` is given."""
+    return values.sum() if weights is None else (values * weights).sum()
 
 
 def scaled_prior(prior_precision, kl_scale: float):

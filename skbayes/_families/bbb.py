@@ -11,7 +11,7 @@ from .._docs import E
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
 from ..posteriors.softplus import diag_gaussian_kl
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, adam_update, start_precision
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, adam_update, start_precision, weighted_sum
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior
 #: (the value of the Kronecker-factored estimators).
@@ -152,12 +152,13 @@ class BBBFamily(PosteriorFamily):
         """Unbiased minibatch estimate of the negative ELBO at ``(mean, rho)``.
 
         ``(N / (M S)) sum_{s, i} -log p(y_i | x_i, theta_s) + kl_weight * KL(q || prior)``
-        with ``S = mc_samples`` reparameterised samples. Returns
+        with ``S = mc_samples`` reparameterised samples (each term times the row's
+        weight with sample weights, see :class:`~skbayes._families.base.StepContext`). Returns
         ``(estimate, data_term, outputs)``; ``estimate`` is differentiable in ``mean`` and ``rho``.
         """
         S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
         f = self.sampled_outputs(ctx.forward, mean, rho, Xb, S, ctx.generator)
-        data = (N / (M * S)) * ctx.likelihood.nll(f, yb).sum()
+        data = (N / (M * S)) * weighted_sum(ctx.likelihood.nll(f, yb), ctx.weights)
         kl = diag_gaussian_kl(mean, F.softplus(rho), ctx.prior_precision)
         return data + self.kl_factor(ctx.kl_scale) * kl, data, f
 

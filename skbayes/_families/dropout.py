@@ -11,7 +11,7 @@ from .._docs import E
 from .._networks import call_order
 from .._validation import Interval
 from ..posteriors import DropoutPosterior
-from .base import PosteriorFamily, StepResult, adam_update
+from .base import PosteriorFamily, StepResult, adam_update, weighted_sum
 from .bbb import FIRST_ORDER_DOCS
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
@@ -164,7 +164,7 @@ class DropoutFamily(PosteriorFamily):
         with torch.enable_grad():
             theta = post.mean_t.detach().requires_grad_(True)
             f = self.train_outputs(post, theta, Xb, ctx)
-            data = scale * ctx.likelihood.nll(f, yb).sum()
+            data = scale * weighted_sum(ctx.likelihood.nll(f, yb), ctx.weights)
             loss = data + 0.5 * lam * (theta * theta).sum()
             (g,) = torch.autograd.grad(loss / N, (theta,))
         state["step"] += 1

@@ -12,7 +12,7 @@ from .._linalg import sym_eig
 from .._networks import kron_layers
 from .._validation import NONE, Interval, Options
 from ..posteriors import KroneckerGaussian
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, weighted_sum
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
 NOISE_STEP = 0.05
@@ -190,7 +190,7 @@ class KFACFamily(PosteriorFamily):
             "layers": [],
             "momentum": torch.zeros_like(mean),
             "ready": False,
-            "n_train": int(n_train),
+            "n_train": n_train,  # a float with sample weights (their sum)
             "layer_prior": self._layer_priors(prior_precision, layers),
         }
         for l in layers:
@@ -258,17 +258,17 @@ class KFACFamily(PosteriorFamily):
     def _reset_scale(st):
         st["R"] = st["lamA"][:, None] * st["lamS"][None, :]
 
-    def _update_factors(self, st, A, Df, k):
+    def _update_factors(self, st, A, Df, k, weights=None):
         """Moving averages of the Kronecker factors (every ``stats_interval`` steps)."""
         beta = float(self.factor_decay)
         if k % int(self.stats_interval) == 0:
-            a_new, s_new = layer_stats(A, Df)
+            a_new, s_new = layer_stats(A, Df) if weights is None else layer_stats(A, Df, weights)
             st["A"] = (1 - beta) * st["A"] + beta * a_new
             st["S"] = (1 - beta) * st["S"] + beta * s_new
 
-    def _update_layer(self, st, A, Df, k):
+    def _update_layer(self, st, A, Df, k, weights=None):
         """The factor statistics and eigenbasis of one layer at step ``k``."""
-        self._update_factors(st, A, Df, k)
+        self._update_factors(st, A, Df, k, weights)
         if k % int(self.inv_interval) == 0:
             self._refresh_basis(st)
 
@@ -279,11 +279,15 @@ class KFACFamily(PosteriorFamily):
         S, M, N, gen = ctx.mc_samples, Xb.shape[0], ctx.n_train, ctx.generator
         net, layout = ctx.forward.module, ctx.forward.layout
         state["layer_prior"] = self._layer_priors(ctx.prior_precision, layers)
+        w = ctx.weights
+        wkw = {} if w is None else {"weights": w}
         if not state["ready"]:
             # Initialise the factors from the first minibatch at the mean (beta = 1).
-            rows, _, _ = kron_batch(net, layout, layers, post.mean_t[None], Xb, yb, ctx.likelihood, self.fisher, gen)
+            rows, _, _ = kron_batch(
+                net, layout, layers, post.mean_t[None], Xb, yb, ctx.likelihood, self.fisher, gen, **wkw
+            )
             for st, (A, _, Df) in zip(state["layers"], rows):
-                st["A"], st["S"] = layer_stats(A, Df)
+                st["A"], st["S"] = layer_stats(A, Df, **wkw)
                 self._refresh_basis(st)
                 if self.ekfac:
                     self._reset_scale(st)
@@ -291,7 +295,8 @@ class KFACFamily(PosteriorFamily):
             self._refresh_posterior(post, state, ctx.kl_scale)
         k = ctx.t + 1
         theta = post.sample_t(S, generator=gen)
-        rows, nll, f = kron_batch(net, layout, layers, theta, Xb, yb, ctx.likelihood, self.fisher, gen)
+        rows, nll, f = kron_batch(net, layout, layers, theta, Xb, yb, ctx.likelihood, self.fisher, gen, **wkw)
+        w_rows = None if w is None else w.repeat(S)  # rows are sample-major (s * M + i)
         alpha = float(self.learning_rate)
         step = torch.zeros_like(post.mean_t)
         vFv = 0.0
@@ -299,7 +304,7 @@ class KFACFamily(PosteriorFamily):
         for l, st, lam, (A, Dt, Df) in zip(layers, state["layers"], state["layer_prior"], rows):
             g_in = self._gamma_in(state, ctx.kl_scale, lam)
             gamma = g_in + float(self.damping)
-            self._update_layer(st, A, Df, k)
+            self._update_layer(st, A, Df, k, w_rows)
             # V = grad_W log p - gamma_in W (at the sampled weights), preconditioned in the eigenbasis
             V = -layer_grad(A, Dt) - g_in * l.flat_to_mat(W_mean)
             QA, QS = st["QA"], st["QS"]
@@ -315,7 +320,7 @@ class KFACFamily(PosteriorFamily):
         post.mean_t = post.mean_t + alpha * mom
         self._refresh_posterior(post, state, ctx.kl_scale)
         scale = N / (M * S)
-        return StepResult(float(scale * nll.sum()), f, NOISE_STEP)
+        return StepResult(float(scale * weighted_sum(nll, w)), f, NOISE_STEP)
 
 
 class EKFACFamily(KFACFamily):
@@ -330,8 +335,8 @@ class EKFACFamily(KFACFamily):
         "rescale_reset_interval": [Interval(numbers.Integral, 1, None, closed="left"), NONE],
     }
 
-    def _update_layer(self, st, A, Df, k):
-        self._update_factors(st, A, Df, k)
+    def _update_layer(self, st, A, Df, k, weights=None):
+        self._update_factors(st, A, Df, k, weights)
         if k % int(self.eig_interval) == 0:
             # R lives in the old eigenbasis: restart it from the K-FAC
             # eigenvalue products in the new one (as the authors' code does).

@@ -8,7 +8,7 @@ import torch
 from .._docs import E
 from .._validation import Interval, Options
 from ..posteriors import DiagonalGaussian
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, weighted_sum
 
 METHODS = ("vadam", "vprop")
 
@@ -19,13 +19,15 @@ AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
 NOISE_STEP = 0.05
 
 
-def minibatch_gradients(forward, theta, X, y, lik):
+def minibatch_gradients(forward, theta, X, y, lik, weights=None):
     """Gradients of the summed minibatch negative log-likelihood, one row per weight sample.
 
     A plain backward pass of ``sum_i nll_i(theta_s)`` (no per-example gradients):
     with the dense-layer path all ``S`` samples share one batched forward and
     backward pass (row ``s`` of the gradient with respect to ``theta`` only sees
     sample ``s``); any other module runs one ``functional_call`` per sample.
+
+    With ``weights`` (M,), the sum is weighted: ``G[s] = sum_i w_i grad nll_i(theta_s)``.
 
     Returns
     -------
@@ -38,7 +40,7 @@ def minibatch_gradients(forward, theta, X, y, lik):
         th = theta.detach().requires_grad_(True)
         f = forward(th, X)
         nll = lik.nll(f, y)
-        (G,) = torch.autograd.grad(nll.sum(), th)
+        (G,) = torch.autograd.grad(weighted_sum(nll, weights), th)
     return G, nll.detach(), f.detach()
 
 
@@ -157,7 +159,10 @@ class MeanFieldFamily(PosteriorFamily):
         lam = scaled_prior(ctx.prior_precision, ctx.kl_scale)
         lam_n = lam / N
         theta = post.sample_t(S, generator=ctx.generator)  # mu + eps / sqrt(N s + lam)
-        G, nll, f = minibatch_gradients(ctx.forward, theta, Xb, yb, ctx.likelihood)
+        if ctx.weights is None:
+            G, nll, f = minibatch_gradients(ctx.forward, theta, Xb, yb, ctx.likelihood)
+        else:
+            G, nll, f = minibatch_gradients(ctx.forward, theta, Xb, yb, ctx.likelihood, weights=ctx.weights)
         G = G / M  # minibatch-mean gradient of the NLL, one row per weight sample
         g = G.mean(0)
         g2 = (G * G).mean(0)  # MC estimate of E_q[g_hat**2]
@@ -176,4 +181,4 @@ class MeanFieldFamily(PosteriorFamily):
         post.mean_t = mu
         post.d_t = N * s + lam
         scale = N / (M * S)
-        return StepResult(float(scale * nll.sum()), f, NOISE_STEP)
+        return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, NOISE_STEP)

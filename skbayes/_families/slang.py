@@ -12,7 +12,7 @@ from .._docs import E
 from .._validation import NONE, Interval
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, start_precision
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, start_precision, weighted_sum
 
 
 def _power(t, p):
@@ -150,7 +150,10 @@ class SLANGFamily(PosteriorFamily):
         beta = float(self.beta) / decay
         lam = scaled_prior(ctx.prior_precision, ctx.kl_scale)
         theta = post.sample_t(S, generator=ctx.generator)
-        curv, nll, f = per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood)
+        if ctx.weights is None:
+            curv, nll, f = per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood)
+        else:  # rows sqrt(w_i) g_i: the Fisher weights example i by w_i, grad_sum is sum_i w_i g_i
+            curv, nll, f = per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood, weights=ctx.weights)
         scale = N / (M * S)
         cache = state.setdefault("cache", {})
         L = min(int(self.rank), post.n_params)
@@ -169,4 +172,4 @@ class SLANGFamily(PosteriorFamily):
             rhs = mom + (lam * c) * post.mean_t
         step = post.solve_t(rhs, shift=N * float(self.damping))  # damping: the mean step only
         post.mean_t = torch.sub(post.mean_t, step, alpha=alpha / (1.0 - gamma ** (t + 1)))
-        return StepResult(float(scale * nll.sum()), f, beta)
+        return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, beta)

@@ -23,11 +23,18 @@ from .baselines import simple_init
 INITS = ("iblm", "iblm_random", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv")
 
 
-def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None, centre_hidden=False):
+def initial_moments(
+    kind, forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None, centre_hidden=False, weights=None
+):
     """``(mean, variance, noise_variance)`` of the initial posterior for ``init=kind``.
 
     ``variance`` is None for 'default'; ``noise_variance`` (regression with i-BLM only) is the
-    output layer's estimate of the observation noise, otherwise None.
+    output layer's estimate of the observation noise, otherwise None. ``weights``: the
+    rows' sample weights (None without), scaled so that a regression on
+    ``min(batch_size, n_rows)`` rows counts ``min(batch_size, sum of the sample weights)``
+    observations in expectation (as a regression on that many duplicated rows would):
+    i-BLM's regressions are then weighted least squares; the other initialisers do not
+    look at the targets and ignore them (LSUV's output scales are unweighted).
     """
     layout, module = forward.layout, forward.module
     if kind == "default":
@@ -45,6 +52,7 @@ def initial_moments(kind, forward, X, y_enc, gen, prior_precision, *, batch_size
                 n_classes=n_classes,
                 centre_hidden=centre_hidden,
                 local=kind == "iblm",
+                **({} if weights is None else {"weights": weights}),
             )
         else:
             mean, var = simple_init(forward, kind, X, gen, prior_precision, batch_size=batch_size)
@@ -89,7 +97,9 @@ class InitialPrecision:
 
 
 def initial_precision(var, prior_precision, n_train, kind, batch_size):
-    """Diagonal precision of the initial posterior over all ``n_train`` examples.
+    """Diagonal precision of the initial posterior over all ``n_train`` examples (with
+    sample weights, ``n_train`` is their sum, and the weights of i-BLM's regressions
+    are scaled so that ``B`` rows stand for ``min(batch_size, n_train)`` examples).
 
     ``var`` None (``init='default'``, no initialiser variances): None, and each family
     starts from the prior plus one unit of curvature per training example,

@@ -7,6 +7,10 @@ equal). Leading dimensions batch independent problems. The posterior is
 ``m = P^{-1} X^T (y / v)``; by the push-through identity
 ``m = X^T (alpha diag(v) + X X^T)^{-1} y``, which needs a ``B x B`` solve instead of
 ``n x n`` when the design has more columns than rows.
+
+Sample weights ``w_b`` raise row ``b``'s likelihood to the power ``w_b`` (weighted
+least squares): for the weights that is the noise variance ``v_b / w_b``, exactly
+the posterior of the data with row ``b`` repeated ``w_b`` times.
 """
 
 import math
@@ -14,7 +18,7 @@ import math
 import torch
 
 
-def blr_solve(X, y, alpha, v):
+def blr_solve(X, y, alpha, v, weights=None):
     """Posterior mean and the diagonal of the posterior precision.
 
     Parameters
@@ -25,6 +29,8 @@ def blr_solve(X, y, alpha, v):
         Prior precision.
     v : Tensor broadcastable to (..., B)
         Noise variances.
+    weights : Tensor broadcastable to (..., B), optional
+        Sample weights (positive): row ``b``'s precision ``1 / v_b`` becomes ``w_b / v_b``.
 
     Returns
     -------
@@ -35,6 +41,8 @@ def blr_solve(X, y, alpha, v):
     """
     B, n = X.shape[-2], X.shape[-1]
     v = torch.as_tensor(v, dtype=X.dtype, device=X.device).expand(y.shape)
+    if weights is not None:
+        v = v / weights  # the precision of a row with weight w: w / v
     w = 1.0 / v
     prec_diag = alpha + torch.einsum("...bn,...b->...n", X * X, w)
     if n <= B:
@@ -76,18 +84,38 @@ def blr_log_evidence(X, y, alpha, v):
     return -0.5 * (B * math.log(2.0 * math.pi) + logdet + quad)
 
 
-def best_noise_variance(X, y, alpha, grid=None):
+def best_noise_variance(X, y, alpha, grid=None, weights=None):
     """Homoscedastic noise variance maximising the log evidence over a log-spaced grid
-    (``1e-4 .. 1e2`` relative to ``var(y)``), refined once around the best point."""
-    vy = float(y.var()) if y.numel() > 1 else 1.0
+    (``1e-4 .. 1e2`` relative to ``var(y)``), refined once around the best point.
+
+    With sample ``weights`` (positive, shape (B,)) the evidence is that of the weighted
+    likelihood ``prod_b N(y_b | x_b w, v)^{w_b}``, which for integer weights is the
+    evidence of the data with row ``b`` repeated ``w_b`` times:
+    ``log N(y | 0, diag(v / w) + X X^T / alpha) + (B - sum_b w_b) log(v) / 2`` up to a
+    constant; ``var(y)`` is the weighted variance.
+    """
+    if weights is None:
+        vy = float(y.var()) if y.numel() > 1 else 1.0
+
+        def evidence(g):
+            return blr_log_evidence(X, y, alpha, g)
+
+    else:
+        W = float(weights.sum())
+        ybar = float((weights * y).sum()) / W
+        vy = float((weights * (y - ybar) ** 2).sum()) / (W - 1.0) if W > 1.0 else 1.0
+
+        def evidence(g):
+            return blr_log_evidence(X, y, alpha, g / weights) + 0.5 * (y.shape[-1] - W) * math.log(float(g))
+
     vy = vy if vy > 0 else 1.0
     if grid is None:
         grid = torch.logspace(-4, 2, 25, dtype=X.dtype, device=X.device) * vy
-    ev = torch.stack([blr_log_evidence(X, y, alpha, g) for g in grid])
+    ev = torch.stack([evidence(g) for g in grid])
     i = int(torch.argmax(ev))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     fine = torch.logspace(math.log10(float(lo)), math.log10(float(hi)), 11, dtype=X.dtype, device=X.device)
-    ev = torch.stack([blr_log_evidence(X, y, alpha, g) for g in fine])
+    ev = torch.stack([evidence(g) for g in fine])
     return float(fine[int(torch.argmax(ev))])
 
 

@@ -79,7 +79,19 @@ def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
     return torch.cat(out, 0)
 
 
-def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None, centre_hidden=False, local=True):
+def iblm(
+    forward,
+    X,
+    y_enc,
+    gen,
+    prior_precision,
+    *,
+    batch_size,
+    n_classes=None,
+    centre_hidden=False,
+    local=True,
+    weights=None,
+):
     """Layer-wise Bayesian linear regression, from the input upwards (Algorithm 1).
 
     For layer ``l`` and output unit ``j``: draw a fresh minibatch of
@@ -128,7 +140,11 @@ def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
     Parameters: ``forward`` the network (:class:`~skbayes._networks.NetworkForward`),
     ``X``, ``y_enc`` the training tensors (targets in the likelihood's encoding),
     ``batch_size`` the rows per regression, ``n_classes`` None for regression,
-    ``centre_hidden`` whether hidden units regress on centred (not shifted) targets.
+    ``centre_hidden`` whether hidden units regress on centred (not shifted) targets,
+    ``weights`` None or the (positive) sample weights of the rows, rescaled to mean one:
+    every regression is then weighted least squares (row ``b``'s noise variance divided
+    by its weight, and the weighted evidence for the noise level), the minibatches are
+    drawn as without weights, and centred targets use the weighted mean.
 
     Returns ``(mean, variance, noise_variance)``: flat tensors, and for regression the
     output layer's evidence-maximising noise variance (None for classification).
@@ -145,7 +161,10 @@ def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
     # regime, so that a layer passes the regression signal on: shifted to be
     # non-negative for ReLU-like activations, centred otherwise.
     if centre_hidden:
-        Yc = Yt - Yt.mean(0, keepdim=True)
+        if weights is None:
+            Yc = Yt - Yt.mean(0, keepdim=True)
+        else:
+            Yc = Yt - (weights[:, None] * Yt).sum(0, keepdim=True) / weights.sum()
     else:
         Yc = Yt - Yt.min(0, keepdim=True).values
     for li, layer in enumerate(layers):
@@ -158,6 +177,7 @@ def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
             Ag = layer.patches(layer_input(module, layout, layer, mean, X[rows_g]))  # (B, T, n)
             Aglob_sq = (Ag * Ag).reshape(-1, layer.n)
             Vglob = None if Vt is None else Vt[rows_g].repeat_interleave(Ag.shape[1], 0)
+            Wglob = None if weights is None else weights[rows_g].repeat_interleave(Ag.shape[1], 0)
         else:
             idx = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:B] for _ in range(n_groups)])
         v_layer = None
@@ -186,23 +206,29 @@ def iblm(forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None,
             Xg = A.reshape(len(gs), Bg * T, layer.n)
             Yg = Yl[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)  # (G, B T, K)
             Vg = None if Vt is None else Vt[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)
+            Wg = None if weights is None else weights[rows].reshape(len(gs), Bg).repeat_interleave(T, 1)
             if v_layer is None and Vt is None:
-                v_layer = best_noise_variance(Xg[0], Yg[0, :, 0], prior_precision)
+                if Wg is None:
+                    v_layer = best_noise_variance(Xg[0], Yg[0, :, 0], prior_precision)
+                else:
+                    v_layer = best_noise_variance(Xg[0], Yg[0, :, 0], prior_precision, weights=Wg[0])
             units = list(range(gs[0] * K, min((gs[-1] + 1) * K, layer.p)))
             gi = torch.tensor([j // K - gs[0] for j in units], device=X.device)
             ci = torch.tensor([j % K for j in units], device=X.device)
             Xb = Xg[gi]
             yb = Yg[gi, :, ci]
             vb = v_layer if Vt is None else Vg[gi, :, ci]
-            m, pd = blr_solve(Xb, yb, prior_precision, vb)
+            if Wg is None:
+                m, pd = blr_solve(Xb, yb, prior_precision, vb)
+            else:
+                m, pd = blr_solve(Xb, yb, prior_precision, vb, weights=Wg[gi])
             if local_rows:
                 # the mean from the local regression, the precision from the global minibatch
                 vg = v_layer if Vt is None else Vglob[:, ci].T  # (units, B T)
-                pd = (
-                    prior_precision
-                    + (1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0]))
-                    @ Aglob_sq
-                )
+                prec = 1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])
+                if Wglob is not None:
+                    prec = prec * Wglob
+                pd = prior_precision + prec @ Aglob_sq
             W[:, units[0] : units[-1] + 1] = m.T
             Pd[:, units[0] : units[-1] + 1] = pd.T
         layer.mat_to_flat(W, mean)
