@@ -449,3 +449,26 @@ def test_sklearn_equivalence_check_passes_with_the_row_order_fixed(fixed_order, 
         hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0, init="default", **EXACT.get(name, {})
     )
     check_sample_weight_equivalence_on_dense_data(name + face, est)
+
+
+def _conv_net(n_in, n_out):
+    return torch.nn.Sequential(
+        torch.nn.Unflatten(1, (1, 4, 4)),
+        torch.nn.Conv2d(1, 2, 2),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(1),
+        torch.nn.Linear(18, n_out),
+    )
+
+
+@pytest.mark.parametrize("name", ["NoisyEKFAC", "SLANG"])
+def test_conv_net_weights_equal_duplicated_rows(fixed_order, name):
+    """Conv layers: K-FAC's patches (T > 1 rows per example) and SLANG's generic
+    ``vmap(grad)`` path, weighted."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(20, 16)
+    y = (X[:, 0] > 0).astype(int)
+    w = rng.randint(1, 3, 20)
+    a = _est(name, "Classifier", module=_conv_net).fit(X, y, sample_weight=w)
+    b = _est(name, "Classifier", module=_conv_net).fit(np.repeat(X, w, 0), np.repeat(y, w))
+    assert_allclose(a.predict_proba(X), b.predict_proba(X), rtol=0, atol=1e-10)
