@@ -11,12 +11,15 @@ logistic regression, whose default 100 does not converge on digits;
 ``random_state=k`` where they take one).
 
 Data: scikit-learn's bundled ``load_digits`` (1797 x 64, 10 classes),
-``load_breast_cancer`` (569 x 30) and ``load_diabetes`` (442 x 10, regression);
+``load_breast_cancer`` (569 x 30) and ``load_diabetes`` (442 x 10, regression), and
+two generated 5,000 x 10 sets (issue 12): ``gen_clf`` (``make_classification``, 6
+informative, 2 redundant features, 5% flipped labels) and ``gen_reg`` (``make_friedman1``,
+unit noise);
 3 random stratified (classification) 70/30 splits, ``train_test_split(...,
 random_state=k)``. Metrics: test error and log-loss of ``predict_proba``; for
 regression RMSE and the mean test log-likelihood per point (skbayes:
 ``log_likelihood``; BayesianRidge: its Gaussian predictive ``predict(return_std=True)``;
-the others give no predictive distribution), and the wall seconds of ``fit``.
+the others give no predictive distribution), and the wall seconds of ``fit`` and the epochs it used (``n_iter_``).
 Issue 10's target: each Gaussian method's log-loss at or below
 ``min(LogisticRegression, MLPClassifier)``.
 
@@ -41,12 +44,18 @@ from _harness import apply_overrides, library_version, mean_se, parse_overrides,
 SKB = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
 SKL = ("lr", "mlp", "hgb")
 LABEL = dict(SKB_LABEL, lr="LogisticRegression / BayesianRidge", mlp="MLP", hgb="HistGradientBoosting")
-TASK = {"digits": "clf", "breast_cancer": "clf", "diabetes": "reg"}
+TASK = {"digits": "clf", "breast_cancer": "clf", "diabetes": "reg", "gen_clf": "clf", "gen_reg": "reg"}
 
 
 def load(name):
     from sklearn import datasets
 
+    if name == "gen_clf":  # issue 12's generated 5,000 x 10 classification set
+        return datasets.make_classification(
+            n_samples=5000, n_features=10, n_informative=6, n_redundant=2, flip_y=0.05, random_state=0
+        )
+    if name == "gen_reg":  # and regression set: Friedman #1 (5 relevant inputs, 5 noise), unit noise
+        return datasets.make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0)
     return getattr(datasets, f"load_{name}")(return_X_y=True)
 
 
@@ -92,6 +101,8 @@ def run_one(job):
     seconds = time.perf_counter() - t0
     est = pipe[-1]
     out = dict(dataset=dataset, method=method, split=k, seconds=seconds)
+    # epochs (iterations for HistGradientBoosting, solver iterations for the linear models)
+    out["epochs"] = float(np.max(getattr(est, "n_iter_", math.nan)))
     convergence = [
         w for w in caught if "Convergence" in type(w.message).__name__ and "aximum iterations" not in str(w.message)
     ]
@@ -117,8 +128,8 @@ def run_one(job):
 
 
 METRICS = {
-    "clf": [("error", "error (%)", 2, False), ("logloss", "log-loss", 3, False), ("seconds", "fit s", 1, False)],
-    "reg": [("rmse", "RMSE", 2, False), ("ll", "test LL", 3, True), ("seconds", "fit s", 1, False)],
+    "clf": [("error", "error (%)", 2, False), ("logloss", "log-loss", 3, False), ("seconds", "fit s", 1, False), ("epochs", "epochs", 0, False)],
+    "reg": [("rmse", "RMSE", 2, False), ("ll", "test LL", 3, True), ("seconds", "fit s", 1, False), ("epochs", "epochs", 0, False)],
 }
 
 
@@ -143,7 +154,7 @@ def table(datasets, methods, results):
                 means.append(mean)
                 cells.append(fmt(mean, se, digits) + ("(!)" if any(r["problems"] for r in rs) else ""))
             finite = [x for x in means if np.isfinite(x)]
-            if finite and key != "seconds":
+            if finite and key not in ("seconds", "epochs"):
                 best = max(finite) if higher else min(finite)
                 cells = [f"**{c}**" if np.isfinite(x) and x == best else c for c, x in zip(cells, means)]
             lines.append(f"| {d} | {label} | " + " | ".join(cells) + " |")
