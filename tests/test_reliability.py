@@ -462,3 +462,23 @@ def test_read_only_inputs_are_copied_not_shared_with_torch():
 def test_linear_regression_refuses_unrepresentable_scales(scale_X, scale_y):
     with pytest.raises(ValueError, match="outside \\[1e-150, 1e\\+150\\]"):
         skbayes.BayesianLinearRegression().fit(_X[:5, :1] * scale_X, _y[:5] * scale_y)
+
+
+@pytest.mark.parametrize("name", ["NoisyKFACRegressor", "NoisyEKFACClassifier"])
+def test_kronecker_fits_continue_after_a_restored_snapshot(name):
+    """Early stopping restores the best epoch's posterior from a deep copy, whose layer list
+    held copies of the network's modules: the forward hooks then captured nothing and a
+    following partial_fit / warm-start fit raised "`inputs` argument to `grad()` cannot be
+    empty". The step now rebinds the layers to the modules the forward pass calls."""
+    X, y = clf_data(scale=True) if "Classifier" in name else reg_data(200, scale=True)
+    est = getattr(skbayes, name)(
+        hidden_layer_sizes=(8,), early_stopping=True, n_iter_no_change=2, max_iter=30, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est.fit(X, y)
+        before = est.posterior_.mean.copy()
+        est.partial_fit(X, y)
+        assert not np.array_equal(est.posterior_.mean, before)  # the step ran and moved the mean
+        est.set_params(warm_start=True, early_stopping=False, max_iter=2).fit(X, y)
+    assert np.all(np.isfinite(est.predict(X)))

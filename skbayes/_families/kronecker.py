@@ -275,9 +275,15 @@ class KFACFamily(PosteriorFamily):
     # --- one step ---------------------------------------------------------------
     def step(self, post, state, Xb, yb, ctx):
         """One noisy K-FAC / EK-FAC step (the papers' Algorithms, with momentum and the trust region)."""
-        layers = post.layers
         S, M, N, gen = ctx.mc_samples, Xb.shape[0], ctx.n_train, ctx.generator
         net, layout = ctx.forward.module, ctx.forward.layout
+        layers = post.layers
+        # A posterior deep-copied on its own (a snapshot restored by early stopping or the rise
+        # guard, a restored failed fit) holds copies of the layer modules: the hooks that capture
+        # the layer inputs must go on the modules the forward pass calls.
+        in_net = {id(m) for m in net.modules()}
+        if not all(id(l.module) in in_net for l in layers):
+            post.layers = layers = kron_layers(net, layout)
         state["layer_prior"] = self._layer_priors(ctx.prior_precision, layers)
         w = ctx.weights
         wkw = {} if w is None else {"weights": w}
