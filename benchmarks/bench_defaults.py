@@ -128,8 +128,18 @@ def run_one(job):
 
 
 METRICS = {
-    "clf": [("error", "error (%)", 2, False), ("logloss", "log-loss", 3, False), ("seconds", "fit s", 1, False), ("epochs", "epochs", 0, False)],
-    "reg": [("rmse", "RMSE", 2, False), ("ll", "test LL", 3, True), ("seconds", "fit s", 1, False), ("epochs", "epochs", 0, False)],
+    "clf": [
+        ("error", "error (%)", 2, False),
+        ("logloss", "log-loss", 3, False),
+        ("seconds", "fit s", 1, False),
+        ("epochs", "epochs", 0, False),
+    ],
+    "reg": [
+        ("rmse", "RMSE", 2, False),
+        ("ll", "test LL", 3, True),
+        ("seconds", "fit s", 1, False),
+        ("epochs", "epochs", 0, False),
+    ],
 }
 
 
