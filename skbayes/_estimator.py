@@ -364,23 +364,18 @@ class BayesianNetwork(BaseEstimator):
                 Xv_t = self._tensor(Xv)
                 validation = lambda: self._validation_score(Xv_t, yv, swv)  # noqa: E731
         n_epochs = 1 if incremental else int(self.max_iter)
-        if sw is None:
-            outcome = _loop.run_epochs(
-                self, family, self._tensor(X), self._target_tensor(y_enc), n_epochs, incremental, validation
-            )
-        else:
-            weights, n_train = self._effective_weights(sw, X.shape[0])
-            outcome = _loop.run_epochs(
-                self,
-                family,
-                self._tensor(X),
-                self._target_tensor(y_enc),
-                n_epochs,
-                incremental,
-                validation,
-                weights=weights,
-                n_train=n_train,
-            )
+        weights, n_train = (None, None) if sw is None else self._effective_weights(sw, X.shape[0])
+        outcome = _loop.run_epochs(
+            self,
+            family,
+            self._tensor(X),
+            self._target_tensor(y_enc),
+            n_epochs,
+            incremental,
+            validation,
+            weights=weights,
+            n_train=n_train,
+        )
         if outcome.interrupted and self.n_iter_ == n_iter_before:
             raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
         self.diverged_ = outcome.diverged

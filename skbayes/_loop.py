@@ -236,10 +236,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
         if guard is not None:
             guard.epoch_start(snap)
         try:
-            if weights is None:
-                data_term, n_steps = run_epoch(est, family, X, y, bs, gen)
-            else:
-                data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train)
+            data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train)
             loss = objective(est, family, data_term, n_steps, N)
         except KeyboardInterrupt:
             restore(est, snap)  # the end of the last completed epoch
