@@ -84,7 +84,7 @@ PARAMS: dict[str, Entry] = {
     "batch_size": E(
         "int or 'auto'",
         """
-        Minibatch size ``M``; 'auto' is ``min(64, n_samples)``. Clipped to the
+        Minibatch size ``M``; 'auto' is ``min({auto}, n_samples)``. Clipped to the
         number of training samples.""",
     ),
     "mc_samples": E(
@@ -303,6 +303,8 @@ def parameters_section(cls) -> str:
         entry = next((s[name] for s in sources if name in s), None)
         if entry is None:
             raise KeyError(f"no docstring entry for parameter {name!r} of {cls.__name__}")
+        if "{auto}" in entry.text:  # the class's 'auto' minibatch size
+            entry = Entry(entry.type, entry.text.replace("{auto}", str(cls._auto_batch_size)))
         out.append(_format(name, entry, p.default))
     return "\n".join(out)
 

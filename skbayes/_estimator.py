@@ -121,6 +121,8 @@ class BayesianNetwork(BaseEstimator):
 
     #: The posterior family (set by each public estimator).
     _family: type[PosteriorFamily] = PosteriorFamily
+    #: The minibatch size of ``batch_size='auto'`` (capped at ``n_samples``).
+    _auto_batch_size: int = 64
     #: Class attributes passed to the family as fixed parameters (e.g. VOGN's ``rank``).
     _fixed_params: tuple[str, ...] = ()
 
@@ -197,7 +199,7 @@ class BayesianNetwork(BaseEstimator):
         return self.__dict__.get("_fitted_device") or torch.device(self.device)
 
     def _batch_size(self, n):
-        bs = min(64, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
+        bs = min(self._auto_batch_size, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
         return max(bs, 1)
 
     # --- initialisation -----------------------------------------------------------------
