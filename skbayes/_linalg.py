@@ -222,7 +222,8 @@ def top_eig_warm(gram, k, n_lead=0):
     Beyond, a block subspace iteration (Halko, Martinsson & Tropp 2011, Alg. 4.3
     with QR re-orthonormalisation; the SLANG paper's ``fast_eig``, App. C.2) on
     ``k + 8`` columns: the unit vectors of the leading block plus a fixed Gaussian
-    sketch of the rest, :data:`SUBSPACE_ITERS` multiplications by ``gram``, then
+    sketch of the rest, :data:`SUBSPACE_ITERS` multiplications by ``gram`` (three
+    times as many from a zero old factor, the first step of a fit), then
     Rayleigh-Ritz. The Ritz values are lower bounds of the true eigenvalues and
     their sum of at most the exact top-``k`` sum; in SLANG the diagonal
     correction absorbs what the factor misses, so the precision's diagonal is
@@ -251,7 +252,7 @@ def top_eig_warm(gram, k, n_lead=0):
     if lead:
         Q[:lead, :lead] = torch.eye(lead, dtype=gram.dtype, device=gram.device)
     Q[:, lead:] = gram @ _sketch(m, p - lead, gram.dtype, gram.device)
-    for _ in range(SUBSPACE_ITERS):
+    for _ in range(SUBSPACE_ITERS if lead else 3 * SUBSPACE_ITERS):  # a cold start (once per fit) iterates longer
         Q = torch.linalg.qr(gram @ Q)[0]
     B = Q.T @ gram @ Q
     lam, Z = top_eig_psd(0.5 * (B + B.T), k)
