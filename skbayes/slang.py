@@ -5,13 +5,6 @@ from ._docs import estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import SLANGFamily
 
-#: SLANG's ``batch_size='auto'``: scikit-learn's MLP minibatch, ``min(200, n_samples)``.
-#: Each step's eigendecomposition then serves three times as many examples as at 64 (the
-#: warm-started subspace iteration keeps its cost small), and the default step sizes
-#: (``learning_rate = beta = 0.03``) are three times those tuned at 64, so the
-#: per-epoch rates are unchanged.
-AUTO_BATCH_SIZE = 200
-
 _BODY = """
 SLANG (Mishkin et al., NeurIPS 2018) fits a Gaussian variational posterior
 whose precision is low rank plus diagonal, ``U U^T + diag(d)``, by
@@ -24,7 +17,6 @@ Read more in the :doc:`SLANG estimators page </slang>` of the documentation.
 
 class SLANGRegressor(BayesianNetworkRegressor):
     _family = SLANGFamily
-    _auto_batch_size = AUTO_BATCH_SIZE
 
     def __init__(
         self,
@@ -34,8 +26,8 @@ class SLANGRegressor(BayesianNetworkRegressor):
         module=None,
         rank=8,
         prior_precision=1.0,
-        learning_rate=0.03,
-        beta=0.03,
+        learning_rate=0.01,
+        beta=0.01,
         momentum=0.9,
         lr_decay=None,
         damping=0.01,
@@ -63,7 +55,6 @@ class SLANGRegressor(BayesianNetworkRegressor):
 
 class SLANGClassifier(BayesianNetworkClassifier):
     _family = SLANGFamily
-    _auto_batch_size = AUTO_BATCH_SIZE
 
     def __init__(
         self,
@@ -73,8 +64,8 @@ class SLANGClassifier(BayesianNetworkClassifier):
         module=None,
         rank=8,
         prior_precision=1.0,
-        learning_rate=0.03,
-        beta=0.03,
+        learning_rate=0.01,
+        beta=0.01,
         momentum=0.9,
         lr_decay=None,
         damping=0.01,
