@@ -237,7 +237,7 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
     import torch
 
     from skbayes._curvature import per_example_curvature
-    from skbayes._linalg import top_eig_from_gram
+    from skbayes._linalg import top_eig_warm
     from skbayes.posteriors.lowrank import slang_precision_update
 
     L = int(family.rank)
@@ -276,7 +276,10 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
             K[L:, L:] = curv.gram()
             K[L:, :L] = GU
             K[:L, L:] = GU.T
-            V = tm("  of which eigh of the (L+M)x(L+M) Gram", lambda: top_eig_from_gram(K, L))
+            V = tm(
+                "  of which top-L eigenpairs of the (L+M)x(L+M) Gram (top_eig_warm)",
+                lambda: top_eig_warm(K, L, n_lead=L),
+            )
             tm("  of which combine: G^T V", lambda: curv.combine(V[1][L:]))
         g = tm("gradient sum (grad_sum)", curv.grad_sum)
         tm("mean step (posterior.solve_t, Woodbury)", lambda: post.solve_t(g + post.mean_t))
