@@ -17,6 +17,15 @@ import warnings
 from _harness import library_version
 
 
+def expected_failures(name):
+    """The checks a stochastic network cannot pass (the same list, with the full reason, as
+    tests/test_sklearn_checks.py): the sample-weight equivalence check compares a fit on
+    repeated rows with a weighted fit to rtol=1e-7, and the two follow different random paths."""
+    if name == "BayesianLinearRegression":
+        return {}
+    return {"check_sample_weight_equivalence_on_dense_data": "different random paths (tests/test_sklearn_checks.py)"}
+
+
 def main(argv=None):
     import torch
     from sklearn.utils.estimator_checks import check_estimator
@@ -28,8 +37,8 @@ def main(argv=None):
     ]
     torch.set_num_threads(1)
     print(f"# check_estimator at the defaults (check_defaults.py)\n\n{library_version()}, torch {torch.__version__}\n")
-    print("| estimator | checks passed | failed | seconds |")
-    print("|---|---:|---:|---:|")
+    print("| estimator | checks passed | expected to fail | failed | seconds |")
+    print("|---|---:|---:|---:|---:|")
     failures = {}
     for name in names:
         cls = getattr(skbayes, name)
@@ -37,12 +46,13 @@ def main(argv=None):
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            results = check_estimator(est, on_fail=None)
+            results = check_estimator(est, on_fail=None, expected_failed_checks=expected_failures(name))
         seconds = time.perf_counter() - t0
         failed = [r for r in results if r["status"] == "failed"]
         passed = sum(r["status"] == "passed" for r in results)
+        xfailed = sum(r["status"] == "xfail" for r in results)
         failures[name] = failed
-        print(f"| {name} | {passed} | {len(failed)} | {seconds:.0f} |", flush=True)
+        print(f"| {name} | {passed} | {xfailed} | {len(failed)} | {seconds:.0f} |", flush=True)
     for name, failed in failures.items():
         for r in failed:
             msg = str(r["exception"]).strip().splitlines()[0] if str(r["exception"]).strip() else repr(r["exception"])
