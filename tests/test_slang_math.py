@@ -331,3 +331,28 @@ def test_spare_factor_never_aliases_and_is_not_pickled():
     assert sp is not None and sp.data_ptr() == first.T.data_ptr() != post.U_t.data_ptr()
     assert post.spare_factor(L) is None  # handed out once
     assert post.spare_factor(L + 1) is None
+
+
+def test_fit_through_the_subspace_iteration_matches_the_exact_fit(monkeypatch):
+    """A whole fit at a minibatch of 200 (Gram matrices of 208 rows: the subspace-iteration
+    route) gives the posterior and predictions of the same fit with the exact eigh, to
+    rounding-level differences, on real data."""
+    from sklearn.datasets import load_breast_cancer
+    from sklearn.preprocessing import StandardScaler
+
+    import skbayes._linalg as linalg
+
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+
+    def fit():
+        return SLANGClassifier(batch_size=200, max_iter=5, random_state=0).fit(X, y)
+
+    fast = fit()
+    monkeypatch.setattr(linalg, "EXACT_EIG_MAX", 10**9)
+    exact = fit()
+    P_fast = fast.posterior_.U @ fast.posterior_.U.T
+    P_exact = exact.posterior_.U @ exact.posterior_.U.T
+    assert np.abs(P_fast - P_exact).max() < 1e-6 * np.abs(P_exact).max()
+    np.testing.assert_allclose(fast.posterior_.mean, exact.posterior_.mean, rtol=0, atol=1e-6)
+    np.testing.assert_allclose(fast.predict_proba(X), exact.predict_proba(X), rtol=0, atol=1e-6)
