@@ -220,8 +220,8 @@ def top_eig_warm(gram, k, n_lead=0):
     The SLANG update's Gram matrix ``W^T W`` (``W = [a U, b G^T]``) has the old
     factor's ``n_lead = L_old`` columns first; the new top-``k`` subspace is close
     to theirs. Up to :data:`EXACT_EIG_MAX` rows this is the exact :func:`top_eig_psd`.
-    Beyond, a block subspace iteration (Halko, Martinsson & Tropp 2011, Alg. 4.3
-    with QR re-orthonormalisation; the SLANG paper's ``fast_eig``, App. C.2) on
+    Beyond, a block subspace iteration (Halko, Martinsson & Tropp 2011, Alg. 4.4:
+    QR re-orthonormalisation after every product; the SLANG paper's ``fast_eig``, App. C.2) on
     ``k + 8`` columns: the unit vectors of the leading block plus a fixed Gaussian
     sketch of the rest, :data:`SUBSPACE_ITERS` multiplications by ``gram`` (three
     times as many from a zero old factor, the first step of a fit), then
