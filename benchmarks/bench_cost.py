@@ -237,7 +237,7 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
     import torch
 
     from skbayes._curvature import per_example_curvature
-    from skbayes._linalg import top_eig_warm
+    from skbayes._linalg import top_eig_from_gram
     from skbayes.posteriors.lowrank import slang_precision_update
 
     L = int(family.rank)
@@ -277,8 +277,8 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
             K[L:, :L] = GU
             K[:L, L:] = GU.T
             V = tm(
-                "  of which top-L eigenpairs of the (L+M)x(L+M) Gram (top_eig_warm)",
-                lambda: top_eig_warm(K, L, n_lead=L),
+                "  of which top-L eigenpairs of the (L+M)x(L+M) Gram (top_eig_from_gram)",
+                lambda: top_eig_from_gram(K, L, n_lead=L),
             )
             tm("  of which combine: G^T V", lambda: curv.combine(V[1][L:]))
         g = tm("gradient sum (grad_sum)", curv.grad_sum)

@@ -18,7 +18,6 @@ __all__ = [
     "sqrt_inv_coeffs",
     "top_eig_psd",
     "top_eig_from_gram",
-    "top_eig_warm",
     "sym_eig",
 ]
 
@@ -164,29 +163,7 @@ def top_eig_psd(P, k):
     return evals[idx].clamp_min(0.0), evecs[:, idx]
 
 
-def top_eig_from_gram(gram, k):
-    """Top-``k`` eigenpairs of ``W W^T`` from the Gram matrix ``W^T W``.
-
-    If ``W^T W = V diag(lam) V^T``, the non-zero eigenpairs of ``W W^T`` are
-    ``(lam_j, W v_j / sqrt(lam_j))``. This returns ``(lam, V_k)``: callers form
-    ``W V_k`` (= ``Q Lambda^{1/2}``, exactly the SLANG factor ``U``) without ever
-    dividing by a vanishing eigenvalue, so no column is lost and shapes never
-    change when eigenvalues are zero.
-
-    Parameters
-    ----------
-    gram : Tensor of shape (m, m), symmetric PSD
-    k : int, ``k <= m``
-
-    Returns
-    -------
-    lam : Tensor of shape (k,), descending, clamped at 0
-    V : Tensor of shape (m, k)
-    """
-    return top_eig_psd(gram, k)
-
-
-#: Gram matrices up to this size get the exact ``eigh`` in :func:`top_eig_warm`
+#: Gram matrices up to this size get the exact ``eigh`` in :func:`top_eig_from_gram`
 #: (1 thread: at 40 x 40 ``eigh`` takes 73 us, the subspace iteration 95 us; at 72 x 72,
 #: SLANG's default ``L + M``, 220 us against 104 us).
 EXACT_EIG_MAX = 48
@@ -214,8 +191,14 @@ def _sketch(n, p, dtype, device):
     return out
 
 
-def top_eig_warm(gram, k, n_lead=0):
-    """Top-``k`` eigenpairs of a PSD Gram matrix, warm-started from its leading block.
+def top_eig_from_gram(gram, k, n_lead=0):
+    """Top-``k`` eigenpairs of ``W W^T`` from the Gram matrix ``W^T W``.
+
+    If ``W^T W = V diag(lam) V^T``, the non-zero eigenpairs of ``W W^T`` are
+    ``(lam_j, W v_j / sqrt(lam_j))``. This returns ``(lam, V_k)``: callers form
+    ``W V_k`` (= ``Q Lambda^{1/2}``, exactly the SLANG factor ``U``) without ever
+    dividing by a vanishing eigenvalue, so no column is lost and shapes never
+    change when eigenvalues are zero.
 
     The SLANG update's Gram matrix ``W^T W`` (``W = [a U, b G^T]``) has the old
     factor's ``n_lead = L_old`` columns first; the new top-``k`` subspace is close
@@ -235,7 +218,8 @@ def top_eig_warm(gram, k, n_lead=0):
     gram : Tensor of shape (m, m), symmetric PSD
     k : int, ``k <= m``
     n_lead : int, default=0
-        Leading coordinates that span the expected subspace (the old factor's).
+        Leading coordinates that span the expected subspace (the old factor's);
+        0 starts the iteration from the sketch alone.
 
     Returns
     -------

@@ -128,17 +128,17 @@ def _gram_with_old_factor(D=400, L=8, n=200, seed=0, decay=0.97, zero_old=False)
     return W
 
 
-def test_top_eig_warm_is_exact_eigh_up_to_the_threshold():
+def test_top_eig_from_gram_is_exact_eigh_up_to_the_threshold():
     W = torch.randn(300, linalg.EXACT_EIG_MAX, generator=torch.Generator().manual_seed(1))
     K = W.T @ W
-    lam, V = linalg.top_eig_warm(K, 8, n_lead=8)
+    lam, V = linalg.top_eig_from_gram(K, 8, n_lead=8)
     lam0, V0 = linalg.top_eig_psd(K, 8)
     torch.testing.assert_close(lam, lam0, rtol=0, atol=0)
     torch.testing.assert_close(V, V0, rtol=0, atol=0)
 
 
 @pytest.mark.parametrize("zero_old,rtol", [(False, 1e-8), (True, 1e-5)])
-def test_top_eig_warm_subspace_iteration_matches_eigh(zero_old, rtol):
+def test_top_eig_from_gram_subspace_iteration_matches_eigh(zero_old, rtol):
     """Above the threshold the subspace iteration gives the exact top-k eigenpairs to
     near machine precision when the old factor is a good start, and to about 1e-6 from
     a zero old factor (the cold start from the sketch, once per fit) with an
@@ -147,7 +147,7 @@ def test_top_eig_warm_subspace_iteration_matches_eigh(zero_old, rtol):
     W = _gram_with_old_factor(L=L, zero_old=zero_old)
     K = W.T @ W
     assert K.shape[0] > linalg.EXACT_EIG_MAX
-    lam, V = linalg.top_eig_warm(K, L, n_lead=L)
+    lam, V = linalg.top_eig_from_gram(K, L, n_lead=L)
     lam0, V0 = linalg.top_eig_psd(K, L)
     torch.testing.assert_close(lam, lam0, rtol=rtol, atol=0)
     torch.testing.assert_close(V.T @ V, torch.eye(L), rtol=0, atol=1e-12)
@@ -155,18 +155,18 @@ def test_top_eig_warm_subspace_iteration_matches_eigh(zero_old, rtol):
     U, U0 = W @ V, W @ V0
     torch.testing.assert_close(U @ U.T, U0 @ U0.T, rtol=0, atol=10 * rtol * float(lam0[0]))
     torch.testing.assert_close(U.T @ U, torch.diag(lam), rtol=1e-9, atol=1e-9 * float(lam0[0]))
-    lam2, V2 = linalg.top_eig_warm(K, L, n_lead=L)
+    lam2, V2 = linalg.top_eig_from_gram(K, L, n_lead=L)
     torch.testing.assert_close(lam2, lam, rtol=0, atol=0)
     torch.testing.assert_close(V2, V, rtol=0, atol=0)
 
 
-def test_top_eig_warm_without_a_gap_still_bounds_the_spectrum():
+def test_top_eig_from_gram_without_a_gap_still_bounds_the_spectrum():
     """With a flat spectrum (no gap after the k-th eigenvalue) the Ritz values are still
     lower bounds of the true eigenvalues (Cauchy interlacing) and capture nearly all of
     the top-k sum: what SLANG's diagonal correction relies on."""
     W = _gram_with_old_factor(D=300, n=250, decay=1.0, seed=3)
     K = W.T @ W
-    lam, V = linalg.top_eig_warm(K, 8, n_lead=8)
+    lam, V = linalg.top_eig_from_gram(K, 8, n_lead=8)
     lam0, _ = linalg.top_eig_psd(K, 8)
     assert torch.all(lam <= lam0 * (1 + 1e-12))
     assert float(lam.sum()) >= 0.95 * float(lam0.sum())

@@ -229,7 +229,7 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
         K[:L_old, L_old:] = (a * b) * GU.T
         K[L_old:, :L_old] = (a * b) * GU
         K[L_old:, L_old:] = (b * b) * curv.gram()
-        lam, V = linalg.top_eig_warm(K, L, n_lead=L_old)
+        lam, V = linalg.top_eig_from_gram(K, L, n_lead=L_old)
         # U_new^T = b (G^T V_G)^T + a V_U^T U^T, built in the (L, D) layout: the
         # per-layer batched GEMMs write the first term into the buffer, the fused
         # pass below adds the second chunk by chunk.
