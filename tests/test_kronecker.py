@@ -14,6 +14,7 @@ from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_se
 from skbayes._likelihoods import Categorical
 from skbayes._networks import ParamLayout, kron_layers
 from skbayes.exceptions import UnsupportedLayerError
+from skbayes.posteriors.kronecker import DampedFactor, KroneckerBlock
 
 DT = torch.float64
 
@@ -100,6 +101,99 @@ def test_ekfac_covariance_equals_eigenbasis_formula():
     # R has moved away from the K-FAC products (the correction is real)
     st = est._state["layers"][0]
     assert not torch.allclose(st["R"], st["lamA"][:, None] * st["lamS"][None, :])
+
+
+@pytest.mark.parametrize("singular", [False, True])
+def test_damped_factor_against_dense_references(singular):
+    """Every operation of a damped factor ``F = M + shift I`` against dense linear algebra,
+    through the Cholesky factor and, for a factor whose Cholesky factorisation fails, the
+    eigendecomposition fallback."""
+    torch.manual_seed(0)
+    n = 6
+    B = torch.randn(n, 3 if singular else 2 * n, dtype=DT)
+    M = B @ B.T
+    if singular:
+        # rank 3 with small negative eigenvalues (rounding in a large factor) and no damping
+        lam, Q = torch.linalg.eigh(M)
+        lam[:3] = -1e-9
+        M, shift = (Q * lam) @ Q.T, 0.0
+    else:
+        shift = 0.3
+    M0 = M.clone()
+    F = DampedFactor(M, shift)
+    assert (F.L is None) == singular  # the fallback is taken exactly when Cholesky fails
+    torch.testing.assert_close(M, M0, rtol=0, atol=0)  # the input is not modified
+    if singular:
+        lam, Q = torch.linalg.eigh(M)
+        Fd = (Q * lam.clamp_min(0.0)) @ Q.T  # the clamped matrix the fallback represents
+        shift = 1e-3  # make it invertible for the references below
+        F = DampedFactor(M, shift)
+        F.L, F.Q, F.lam = None, Q, lam.clamp_min(0.0) + shift  # force the fallback path
+        Fd = Fd + shift * torch.eye(n, dtype=DT)
+    else:
+        Fd = M + shift * torch.eye(n, dtype=DT)
+    Finv = torch.linalg.inv(Fd)
+    V = torch.randn(n, 4, dtype=DT)
+    torch.testing.assert_close(F.solve_left(V), Finv @ V, rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(F.solve_right(V.T), V.T @ Finv, rtol=1e-8, atol=1e-8)
+    I = torch.eye(n, dtype=DT)
+    R = F.isqrt_left(I)  # R R^T = F^{-1}
+    torch.testing.assert_close(R @ R.T, Finv, rtol=1e-8, atol=1e-8)
+    Rt = F.isqrt_right(I)  # the transpose of the same R
+    torch.testing.assert_close(Rt, R.T, rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(F.isqrt_left(torch.stack([V, 2 * V])), torch.stack([R @ V, 2 * R @ V]))
+    torch.testing.assert_close(F.diag_inverse(), torch.diag(Finv), rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(F.logdet(), torch.logdet(Fd), rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(F.dense(), Fd, rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(F.dense(inverse=True), Finv, rtol=1e-8, atol=1e-8)
+    lam, Q = F.eig()
+    torch.testing.assert_close((Q * lam) @ Q.T, Fd, rtol=1e-8, atol=1e-8)
+
+
+def test_kfac_block_against_dense_kronecker_covariance():
+    torch.manual_seed(1)
+    n, p, c = 4, 3, 0.2
+    A = (lambda B: B @ B.T)(torch.randn(n, n, dtype=DT))
+    S = (lambda B: B @ B.T)(torch.randn(p, p, dtype=DT))
+    b = KroneckerBlock(DampedFactor(A, 0.1), DampedFactor(S, 0.2), c)
+    Ad, Sd = A + 0.1 * torch.eye(n, dtype=DT), S + 0.2 * torch.eye(p, dtype=DT)
+    cov = c * torch.kron(torch.linalg.inv(Sd), torch.linalg.inv(Ad))  # Cov(vec W), column-major
+    torch.testing.assert_close(b.dense(inverse=False), cov, rtol=1e-8, atol=1e-10)
+    torch.testing.assert_close(b.dense(inverse=True), torch.linalg.inv(cov), rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(b.variance().T.reshape(-1), torch.diag(cov), rtol=1e-8, atol=1e-12)
+    torch.testing.assert_close(b.logdet_covariance(), torch.logdet(cov), rtol=1e-8, atol=1e-8)
+    # the eigenbasis form read by KroneckerGaussian.factors is the same covariance
+    QA, QS, s = b.eig()
+    Q = torch.kron(QS, QA)
+    torch.testing.assert_close((Q * s.T.reshape(-1)) @ Q.T, cov, rtol=1e-8, atol=1e-10)
+    # The sampler is a linear map of i.i.d. standard normals (which it reads in its own
+    # layout, mixing the k draws of a batch): its draws must be independent with the
+    # block's covariance, i.e. T T^T = I_k kron cov for the whole map T.
+    for k in (1, 3):
+        m = k * n * p
+        E = torch.eye(m, dtype=DT)
+        T = torch.stack([b.transform(E[j].reshape(k, n, p)).transpose(1, 2).reshape(-1) for j in range(m)], 1)
+        torch.testing.assert_close(T @ T.T, torch.block_diag(*[cov] * k), rtol=1e-8, atol=1e-10)
+
+
+def test_kfac_inverts_the_factors_of_the_last_refresh():
+    """With ``inv_interval`` > 1 the covariance uses the factors (and pi) of the last refresh,
+    not the moving averages updated since."""
+    est = _fit(NoisyKFACClassifier, max_iter=1, inv_interval=2)  # 3 steps: refreshes at steps 0, 2
+    assert est.t_ == 3
+    N, g_in = 60, 1.0 / 60
+    st = est._state["layers"][0]
+    assert not torch.allclose(st["A"], st["A_ref"])  # updated at step 3, not refreshed
+
+    def cov(l, st):
+        sg, pi = math.sqrt(g_in), st["pi"]
+        n, p = st["A_ref"].shape[0], st["S_ref"].shape[0]
+        assert pi == pytest.approx(math.sqrt((torch.trace(st["A_ref"]) / n) / (torch.trace(st["S_ref"]) / p)))
+        Ad = st["A_ref"] + pi * sg * torch.eye(l.n, dtype=DT)
+        Sd = st["S_ref"] + sg / pi * torch.eye(l.p, dtype=DT)
+        return ((1.0 / N) * torch.kron(torch.linalg.inv(Sd), torch.linalg.inv(Ad))).numpy()
+
+    np.testing.assert_allclose(est.posterior_.covariance(), _dense_cov(est, cov), rtol=1e-8, atol=1e-12)
 
 
 @pytest.mark.parametrize("Est", [NoisyKFACClassifier, NoisyEKFACClassifier])

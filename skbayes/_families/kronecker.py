@@ -11,7 +11,7 @@ from .._docs import E
 from .._linalg import sym_eig
 from .._networks import kron_layers
 from .._validation import NONE, Interval, Options
-from ..posteriors import KroneckerGaussian
+from ..posteriors.kronecker import DampedFactor, EigenBlock, KroneckerBlock, KroneckerGaussian
 from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, weighted_sum
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
@@ -25,7 +25,6 @@ _INTERVAL = [Interval(numbers.Integral, 1, None, closed="left")]
 class KFACFamily(PosteriorFamily):
     """Noisy K-FAC: eigenbasis and eigenvalues of the damped Kronecker factors."""
 
-    ekfac = False
     parameter_constraints = {
         "learning_rate": _POSITIVE,
         "factor_decay": _RATE,
@@ -185,7 +184,6 @@ class KFACFamily(PosteriorFamily):
         # The initialiser's variances are not used: the Kronecker factors, computed on the
         # first minibatch, define the covariance.
         layers = kron_layers(forward.module, forward.layout)
-        blocks = []
         state = {
             "layers": [],
             "momentum": torch.zeros_like(mean),
@@ -194,22 +192,13 @@ class KFACFamily(PosteriorFamily):
             "layer_prior": self._layer_priors(prior_precision, layers),
         }
         for l in layers:
-            eye_n = torch.eye(l.n, dtype=mean.dtype, device=mean.device)
-            eye_p = torch.eye(l.p, dtype=mean.dtype, device=mean.device)
             st = {
-                "A": eye_n.clone(),
-                "S": eye_p.clone(),
-                "QA": eye_n.clone(),
-                "QS": eye_p.clone(),
-                "lamA": mean.new_ones(l.n),
-                "lamS": mean.new_ones(l.p),
-                "pi": 1.0,
+                "A": torch.eye(l.n, dtype=mean.dtype, device=mean.device),
+                "S": torch.eye(l.p, dtype=mean.dtype, device=mean.device),
             }
-            if self.ekfac:
-                st["R"] = mean.new_ones(l.n, l.p)
+            self._refresh_basis(st)
             state["layers"].append(st)
-            blocks.append((eye_n.clone(), eye_p.clone(), mean.new_ones(l.n, l.p)))
-        post = KroneckerGaussian(mean, layers, blocks)
+        post = KroneckerGaussian(mean, layers, [None] * len(layers))
         self._refresh_posterior(post, state, kl_scale)
         return post, state
 
@@ -230,33 +219,47 @@ class KFACFamily(PosteriorFamily):
         eta = 1.0 / float(lam)
         return self.kl_factor(kl_scale) / (state["n_train"] * eta)
 
-    def _denominators(self, st, gamma):
-        """Per-entry curvature in the eigenbasis, damped by ``gamma`` (n, p)."""
-        if self.ekfac:
-            return st["R"] + gamma
-        sg, pi = math.sqrt(gamma), st["pi"]
-        return (st["lamA"] + pi * sg)[:, None] * (st["lamS"] + sg / pi)[None, :]
+    def _damped(self, st, gamma):
+        """The two damped factors ``A + pi sqrt(gamma) I`` and ``S + sqrt(gamma)/pi I`` of the
+        last refresh, factorised once per damping value (the step's and the covariance's)."""
+        cache = st["damped"]
+        if gamma not in cache:
+            if len(cache) >= 4:  # a damping that changes every step (KL annealing)
+                cache.clear()
+            sg, pi = math.sqrt(gamma), st["pi"]
+            cache[gamma] = (DampedFactor(st["A_ref"], pi * sg), DampedFactor(st["S_ref"], sg / pi))
+        return cache[gamma]
+
+    def _block(self, st, gamma_in, c):
+        """The covariance block of one layer: ``c [S + sqrt(g)/pi I]^-1 kron [A + pi sqrt(g) I]^-1``."""
+        return KroneckerBlock(*self._damped(st, gamma_in), c)
 
     def _refresh_posterior(self, post, state, kl_scale):
-        """Covariance scales ``s = (lambda/N) / denominators(gamma_in)`` from the factors."""
+        """Covariance blocks with scale ``lambda/N`` and the intrinsic damping from the factors."""
         c = self.kl_factor(kl_scale) / state["n_train"]
         post.blocks = [
-            (st["QA"], st["QS"], c / self._denominators(st, self._gamma_in(state, kl_scale, lam)))
+            self._block(st, self._gamma_in(state, kl_scale, lam), c)
             for st, lam in zip(state["layers"], state["layer_prior"])
         ]
 
     @staticmethod
-    def _refresh_basis(st):
-        st["lamA"], st["QA"] = sym_eig(st["A"])
-        st["lamS"], st["QS"] = sym_eig(st["S"])
-        n, p = st["A"].shape[0], st["S"].shape[0]
-        ta, ts = float(st["lamA"].sum()) / n, float(st["lamS"].sum()) / p
-        # Martens & Grosse's pi balances the damping between the two factors.
-        st["pi"] = math.sqrt(ta / ts) if ta > 0 and ts > 0 else 1.0
+    def _pi(ta, ts):
+        """Martens & Grosse's ``pi``, which balances the damping between the two factors, from
+        the factors' mean eigenvalues (their traces over their sizes)."""
+        return math.sqrt(ta / ts) if ta > 0 and ts > 0 else 1.0
 
-    @staticmethod
-    def _reset_scale(st):
-        st["R"] = st["lamA"][:, None] * st["lamS"][None, :]
+    def _refresh_basis(self, st):
+        """K-FAC: take the current factors as the ones the next steps invert (no
+        eigendecomposition: the damped factors are Cholesky-factorised when first used)."""
+        st["A_ref"], st["S_ref"] = st["A"], st["S"]
+        n, p = st["A"].shape[0], st["S"].shape[0]
+        st["pi"] = self._pi(float(torch.trace(st["A"])) / n, float(torch.trace(st["S"])) / p)
+        st["damped"] = {}
+
+    def _precondition(self, st, V, gamma):
+        """``[A + pi sqrt(gamma) I]^-1 V [S + sqrt(gamma)/pi I]^-1``."""
+        FA, FS = self._damped(st, gamma)
+        return FA.solve_left(FS.solve_right(V))
 
     def _update_factors(self, st, A, Df, k, weights=None):
         """Moving averages of the Kronecker factors (every ``stats_interval`` steps)."""
@@ -295,8 +298,6 @@ class KFACFamily(PosteriorFamily):
             for st, (A, _, Df) in zip(state["layers"], rows):
                 st["A"], st["S"] = layer_stats(A, Df, **wkw)
                 self._refresh_basis(st)
-                if self.ekfac:
-                    self._reset_scale(st)
             state["ready"] = True
             self._refresh_posterior(post, state, ctx.kl_scale)
         k = ctx.t + 1
@@ -313,8 +314,7 @@ class KFACFamily(PosteriorFamily):
             self._update_layer(st, A, Df, k, w_rows)
             # V = grad_W log p - gamma_in W (at the sampled weights), preconditioned in the eigenbasis
             V = -layer_grad(A, Dt) - g_in * l.flat_to_mat(W_mean)
-            QA, QS = st["QA"], st["QS"]
-            P = QA @ ((QA.T @ V @ QS) / self._denominators(st, gamma)) @ QS.T
+            P = self._precondition(st, V, gamma)
             l.mat_to_flat(P, step)
             vFv += float((P * V).sum())
         if self.kl_clip is not None and vFv > 0 and alpha * alpha * vFv > 0:
@@ -332,7 +332,6 @@ class KFACFamily(PosteriorFamily):
 class EKFACFamily(KFACFamily):
     """Noisy EK-FAC: the Kronecker eigenbasis plus a full diagonal re-scaling ``R`` in it."""
 
-    ekfac = True
     parameter_constraints = {
         **{k: v for k, v in KFACFamily.parameter_constraints.items() if k != "inv_interval"},
         "scale_decay": _RATE,
@@ -341,13 +340,31 @@ class EKFACFamily(KFACFamily):
         "rescale_reset_interval": [Interval(numbers.Integral, 1, None, closed="left"), NONE],
     }
 
+    def _refresh_basis(self, st):
+        """Eigendecompose the factors; ``R`` restarts from the K-FAC eigenvalue products."""
+        st["lamA"], st["QA"] = sym_eig(st["A"])
+        st["lamS"], st["QS"] = sym_eig(st["S"])
+        n, p = st["A"].shape[0], st["S"].shape[0]
+        st["pi"] = self._pi(float(st["lamA"].sum()) / n, float(st["lamS"].sum()) / p)
+        self._reset_scale(st)
+
+    @staticmethod
+    def _reset_scale(st):
+        st["R"] = st["lamA"][:, None] * st["lamS"][None, :]
+
+    def _block(self, st, gamma_in, c):
+        return EigenBlock(st["QA"], st["QS"], c / (st["R"] + gamma_in))
+
+    def _precondition(self, st, V, gamma):
+        QA, QS = st["QA"], st["QS"]
+        return QA @ ((QA.T @ V @ QS) / (st["R"] + gamma)) @ QS.T
+
     def _update_layer(self, st, A, Df, k, weights=None):
         self._update_factors(st, A, Df, k, weights)
         if k % int(self.eig_interval) == 0:
             # R lives in the old eigenbasis: restart it from the K-FAC
             # eigenvalue products in the new one (as the authors' code does).
             self._refresh_basis(st)
-            self._reset_scale(st)
         if k % int(self.scale_interval) == 0:
             omega = float(self.scale_decay)
             st["R"] = (1 - omega) * st["R"] + omega * projected_second_moment(A, Df, st["QA"], st["QS"])

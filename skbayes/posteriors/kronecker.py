@@ -1,26 +1,182 @@
-"""Block-diagonal (per layer) eigenvalue-corrected matrix-variate Gaussian: the posterior
-of noisy K-FAC and noisy EK-FAC.
+"""Block-diagonal (per layer) matrix-variate Gaussians: the posteriors of noisy K-FAC
+and noisy EK-FAC.
 
 For a layer with weight matrix ``W`` (``n`` inputs including the bias, ``p`` outputs;
-see :class:`skbayes._networks.KronLayer`)::
+see :class:`skbayes._networks.KronLayer`), noisy EK-FAC's block is eigenvalue-corrected::
 
     Cov(vec W) = (Q_S kron Q_A) diag(vec s) (Q_S kron Q_A)^T
 
-with ``Q_A``, ``Q_S`` eigenvectors of the Kronecker factors and ``s`` a per-entry
-variance in that eigenbasis. Noisy K-FAC sets
-``s = (lambda/N) / ((lam_A + pi sqrt(g_in)) (lam_S + sqrt(g_in)/pi)^T)``; noisy
-EK-FAC sets ``s = (lambda/N) / (R + g_in)``.
+with ``Q_A``, ``Q_S`` eigenvectors of the Kronecker factors and ``s = (lambda/N) / (R +
+g_in)`` a per-entry variance in that eigenbasis. Noisy K-FAC's block is an exact
+Kronecker product of two damped factors::
+
+    Cov(vec W) = (lambda/N) (S + sqrt(g_in)/pi I)^-1 kron (A + pi sqrt(g_in) I)^-1
+
+which in the same eigenbasis has ``s = (lambda/N) / ((lam_A + pi sqrt(g_in)) (lam_S +
+sqrt(g_in)/pi)^T)``. K-FAC's blocks are held as Cholesky factors of the damped factors
+(:class:`DampedFactor`): sampling and solving then cost triangular solves, and no
+eigendecomposition is needed to fit (the eigenbasis is formed only when
+:attr:`KroneckerGaussian.factors` is read).
 """
 
 import math
 
 import torch
 
+from .._linalg import sym_eig
 from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
+class DampedFactor:
+    """A damped symmetric PSD Kronecker factor ``F = M + shift I``, factorised once.
+
+    Held as the lower Cholesky factor ``L`` of ``F`` (``F = L L^T``); where the Cholesky
+    factorisation fails (``F`` not numerically positive definite: a tiny ``shift``
+    against rounding in a large ``M``) as the eigendecomposition of ``M`` with its
+    eigenvalues clamped at 0 before the shift is added, which is what the eigenbasis
+    code does in every case.
+
+    Parameters
+    ----------
+    M : Tensor of shape (n, n)
+        The symmetric PSD factor (not modified).
+    shift : float
+        The damping added to its diagonal, ``> 0`` (0 is allowed when ``M`` is definite).
+    """
+
+    def __init__(self, M, shift):
+        self.n = M.shape[0]
+        Md = M.clone()  # the Cholesky factorisation reads the lower triangle only
+        Md.diagonal().add_(float(shift))
+        L, info = torch.linalg.cholesky_ex(Md)
+        if int(info) == 0:
+            self.L, self.Q, self.lam = L, None, None
+        else:
+            lam, Q = sym_eig(M)
+            self.L, self.Q, self.lam = None, Q, lam + float(shift)
+
+    def tensors(self):
+        return [self.L] if self.L is not None else [self.Q, self.lam]
+
+    def solve_left(self, V):
+        """``F^{-1} V`` for ``V`` of shape (n, k)."""
+        if self.L is not None:
+            return torch.cholesky_solve(V, self.L)
+        return self.Q @ ((self.Q.T @ V) / self.lam[:, None])
+
+    def solve_right(self, V):
+        """``V F^{-1}`` for ``V`` of shape (k, n)."""
+        return self.solve_left(V.T).T
+
+    def isqrt_left(self, X):
+        """``R X`` with ``R R^T = F^{-1}`` (``R = L^{-T}``), batched over leading dims of ``X`` (..., n, k)."""
+        if self.L is not None:
+            return torch.linalg.solve_triangular(self.L.T, X, upper=True)
+        return self.Q @ (X * torch.rsqrt(self.lam)[:, None])
+
+    def isqrt_right(self, X):
+        """``X R^T`` with ``R R^T = F^{-1}`` (``R^T = L^{-1}``), batched over leading dims of ``X`` (..., k, n)."""
+        if self.L is not None:
+            return torch.linalg.solve_triangular(self.L, X, upper=False, left=False)
+        return (X * torch.rsqrt(self.lam)[None, :]) @ self.Q.T
+
+    def diag_inverse(self):
+        """``diag(F^{-1})`` (n,)."""
+        if self.L is not None:
+            eye = torch.eye(self.L.shape[0], dtype=self.L.dtype, device=self.L.device)
+            Linv = torch.linalg.solve_triangular(self.L, eye, upper=False)
+            return (Linv * Linv).sum(0)
+        return (self.Q * self.Q) @ (1.0 / self.lam)
+
+    def logdet(self):
+        """``log det F``."""
+        if self.L is not None:
+            return 2.0 * torch.log(self.L.diagonal()).sum()
+        return torch.log(self.lam).sum()
+
+    def dense(self, inverse=False):
+        """``F`` or ``F^{-1}`` as a dense matrix."""
+        if self.L is not None:
+            return torch.cholesky_inverse(self.L) if inverse else self.L @ self.L.T
+        return (self.Q / self.lam) @ self.Q.T if inverse else (self.Q * self.lam) @ self.Q.T
+
+    def eig(self):
+        """Eigenvalues (ascending) and eigenvectors of ``F``."""
+        if self.L is not None:
+            lam, Q = torch.linalg.eigh(self.L @ self.L.T)
+            return lam, Q
+        return self.lam, self.Q
+
+
+class KroneckerBlock:
+    """One layer's covariance ``c F_S^{-1} kron F_A^{-1}`` (noisy K-FAC)."""
+
+    def __init__(self, FA, FS, c):
+        self.FA, self.FS, self.c, self._eig = FA, FS, float(c), None
+
+    def tensors(self):
+        return self.FA.tensors() + self.FS.tensors()
+
+    def transform(self, X):
+        """Map standard normal ``X`` (k, n, p) to ``k`` draws of the centred block."""
+        k, n, p = X.shape
+        # The entries of X are i.i.d., so any layout of them is standard normal too: read
+        # them as one (n, k p) right-hand side for the left factor (one triangular solve,
+        # not k with a broadcast copy of it), then as (k n, p) rows for the right one.
+        Y = self.FA.isqrt_left(X.reshape(n, k * p)).reshape(n, k, p).transpose(0, 1).reshape(k * n, p)
+        return (math.sqrt(self.c) * self.FS.isqrt_right(Y)).reshape(k, n, p)
+
+    def variance(self):
+        return self.c * self.FA.diag_inverse()[:, None] * self.FS.diag_inverse()[None, :]
+
+    def dense(self, inverse):
+        if inverse:
+            return torch.kron(self.FS.dense(), self.FA.dense()) / self.c
+        return self.c * torch.kron(self.FS.dense(inverse=True), self.FA.dense(inverse=True))
+
+    def logdet_covariance(self):
+        n, p = self.FA.n, self.FS.n
+        return n * p * math.log(self.c) - p * self.FA.logdet() - n * self.FS.logdet()
+
+    def eig(self):
+        """``(Q_A, Q_S, s)``: the same covariance in its Kronecker eigenbasis (computed once)."""
+        if self._eig is None:
+            lamA, QA = self.FA.eig()
+            lamS, QS = self.FS.eig()
+            self._eig = (QA, QS, self.c / (lamA[:, None] * lamS[None, :]))
+        return self._eig
+
+
+class EigenBlock:
+    """One layer's covariance ``(Q_S kron Q_A) diag(vec s) (Q_S kron Q_A)^T`` (noisy EK-FAC)."""
+
+    def __init__(self, QA, QS, s):
+        self.QA, self.QS, self.s = QA, QS, s
+
+    def tensors(self):
+        return [self.QA, self.QS, self.s]
+
+    def transform(self, X):
+        return self.QA @ (X * torch.sqrt(self.s)) @ self.QS.T
+
+    def variance(self):
+        return (self.QA * self.QA) @ self.s @ (self.QS * self.QS).T
+
+    def dense(self, inverse):
+        Q = torch.kron(self.QS, self.QA)
+        v = self.s.T.reshape(-1)  # vec(s), column-major
+        v = 1.0 / v if inverse else v
+        return (Q * v) @ Q.T
+
+    def logdet_covariance(self):
+        return torch.log(self.s).sum()
+
+    def eig(self):
+        return self.QA, self.QS, self.s
+
+
 class KroneckerGaussian(PosteriorMixin):
-    """Block-diagonal (per layer) eigenvalue-corrected matrix-variate Gaussian.
+    """Block-diagonal (per layer) matrix-variate Gaussian.
 
     The posterior of noisy K-FAC and noisy EK-FAC (see the module docstring for
     the covariance of one block). Built by the estimators; users read it.
@@ -31,8 +187,9 @@ class KroneckerGaussian(PosteriorMixin):
         Posterior mean.
     layers : list of KronLayer
         Where each layer's block lives in the flat parameter vector.
-    blocks : list of tuple
-        Per layer ``(Q_A, Q_S, s)``: the eigenbases and the variances in them.
+    blocks : list of KroneckerBlock or EigenBlock
+        Per layer the covariance block: a Kronecker product of two damped factors
+        (noisy K-FAC) or an eigenbasis with per-entry variances (noisy EK-FAC).
 
     Attributes
     ----------
@@ -48,49 +205,53 @@ class KroneckerGaussian(PosteriorMixin):
     def __init__(self, mean, layers, blocks):
         self.mean_t = mean
         self.layers = layers
-        self.blocks = blocks  # list of (QA, QS, s)
+        self.blocks = blocks
 
     @property
     def factors(self):
-        """Per-layer eigenbases and variances (numpy copies)."""
-        return [
-            {
-                "name": l.name,
-                "Q_A": QA.detach().cpu().numpy().copy(),
-                "Q_S": QS.detach().cpu().numpy().copy(),
-                "scale": s.detach().cpu().numpy().copy(),
-            }
-            for l, (QA, QS, s) in zip(self.layers, self.blocks)
-        ]
+        """Per-layer eigenbases and variances (numpy copies).
+
+        For noisy K-FAC these are the eigendecompositions of its two damped factors,
+        formed on first access (fitting does not need them).
+        """
+        out = []
+        for l, b in zip(self.layers, self.blocks):
+            QA, QS, s = b.eig()
+            out.append(
+                {
+                    "name": l.name,
+                    "Q_A": QA.detach().cpu().numpy().copy(),
+                    "Q_S": QS.detach().cpu().numpy().copy(),
+                    "scale": s.detach().cpu().numpy().copy(),
+                }
+            )
+        return out
 
     def _tensors(self):
         out = [self.mean_t]
         for b in self.blocks:
-            out.extend(b)
+            out.extend(b.tensors())
         return out
 
     def sample_t(self, n, generator=None):
         noise = self.mean_t.new_zeros(n, self.mean_t.shape[0])
-        for l, (QA, QS, s) in zip(self.layers, self.blocks):
-            X = torch.randn(n, l.n, l.p, generator=generator, dtype=s.dtype, device=s.device)
-            l.mat_to_flat(QA @ (X * torch.sqrt(s)) @ QS.T, noise)
+        for l, b in zip(self.layers, self.blocks):
+            X = torch.randn(n, l.n, l.p, generator=generator, dtype=self.mean_t.dtype, device=self.mean_t.device)
+            l.mat_to_flat(b.transform(X), noise)
         return self.mean_t[None] + noise
 
     def variance_t(self):
         var = torch.zeros_like(self.mean_t)
-        for l, (QA, QS, s) in zip(self.layers, self.blocks):
-            l.mat_to_flat((QA * QA) @ s @ (QS * QS).T, var)
+        for l, b in zip(self.layers, self.blocks):
+            l.mat_to_flat(b.variance(), var)
         return var
 
     def _dense(self, inverse):
         D = self.mean_t.shape[0]
         out = torch.zeros(D, D, dtype=self.mean_t.dtype, device=self.mean_t.device)
-        for l, (QA, QS, s) in zip(self.layers, self.blocks):
-            Q = torch.kron(QS, QA)
-            v = s.T.reshape(-1)  # vec(s), column-major
-            v = 1.0 / v if inverse else v
+        for l, b in zip(self.layers, self.blocks):
             idx = l.vec_index(out.device)
-            out[idx[:, None], idx[None, :]] = (Q * v) @ Q.T
+            out[idx[:, None], idx[None, :]] = b.dense(inverse)
         return out
 
     def precision_t(self):
@@ -121,7 +282,7 @@ class KroneckerGaussian(PosteriorMixin):
         logdet : Tensor of shape ()
             ``log det Sigma``.
         """
-        return sum(torch.log(s).sum() for (_, _, s) in self.blocks)
+        return sum(b.logdet_covariance() for b in self.blocks)
 
     def kl_to_prior(self, prior_precision):
         if not is_scalar_precision(prior_precision):
