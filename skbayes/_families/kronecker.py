@@ -94,8 +94,8 @@ class KFACFamily(PosteriorFamily):
         "inv_interval": E(
             "int",
             """
-            Recompute the eigendecompositions of the damped factors (the inverses)
-            every ``inv_interval`` steps.""",
+            Refactorise the damped factors (Cholesky factors, the inverses) every
+            ``inv_interval`` steps.""",
         ),
         "scale_decay": E(
             "float",
