@@ -8,11 +8,12 @@ import pytest
 import torch
 from torch import nn
 
+import skbayes._curvature.kronecker as kfac_curv
 import skbayes._families.kronecker as kfac_mod
 from skbayes import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
 from skbayes._likelihoods import Categorical
-from skbayes._networks import ParamLayout, kron_layers
+from skbayes._networks import DenseSpec, ParamLayout, kron_layers
 from skbayes.exceptions import UnsupportedLayerError
 from skbayes.posteriors.kronecker import DampedFactor, KroneckerBlock
 
@@ -248,11 +249,12 @@ def _per_example_weight_grads(net, layout, layers, theta, X, y, lik):
     return [torch.stack(o) for o in out]
 
 
-@pytest.mark.parametrize("conv", [False, True])
-def test_factors_gradients_and_projections_against_explicit_references(conv):
+@pytest.mark.parametrize("conv, dense_path", [(False, False), (False, True), (True, False)])
+def test_factors_gradients_and_projections_against_explicit_references(conv, dense_path):
     net, layout, layers, theta, X, y = _layer_problem(conv)
     lik = Categorical(3)
-    rows, _, _ = kron_batch(net, layout, layers, theta, X, y, lik, fisher="empirical")
+    spec = DenseSpec(net, layout) if dense_path else None
+    rows, _, _ = kron_batch(net, layout, layers, theta, X, y, lik, fisher="empirical", spec=spec)
     G = _per_example_weight_grads(net, layout, layers, theta, X, y, lik)
     for l, (A, Dt, Df), Gl in zip(layers, rows, G):
         # mean gradient and projected second moments from per-example matrices
@@ -280,6 +282,33 @@ def test_factors_gradients_and_projections_against_explicit_references(conv):
             torch.testing.assert_close(A_f, A_ref, rtol=1e-12, atol=1e-12)
             torch.testing.assert_close(S_f, S_ref, rtol=1e-12, atol=1e-12)
             assert mod.weight.shape[0] == l.p
+
+
+@pytest.mark.parametrize("fisher, S, weighted", [("true", 1, False), ("true", 1, True), ("empirical", 3, True)])
+def test_dense_batched_path_equals_the_hooked_path(fisher, S, weighted):
+    # A network of Linear layers takes one batched forward pass for all S samples (DenseSpec);
+    # it must give the hooked per-sample path's rows, in the same order, and for S = 1 the
+    # same labels of the true Fisher from the same generator.
+    net, layout, layers, theta, X, y = _layer_problem(False)
+    theta = theta + 0.3 * torch.randn(S, theta.shape[1], dtype=DT, generator=torch.Generator().manual_seed(1))
+    lik = Categorical(3)
+    w = torch.rand(X.shape[0], dtype=DT, generator=torch.Generator().manual_seed(2)) + 0.5 if weighted else None
+    spec = DenseSpec(net, layout)
+    out = []
+    for sp in (None, spec):
+        gen = torch.Generator().manual_seed(3)
+        out.append(kron_batch(net, layout, layers, theta, X, y, lik, fisher=fisher, generator=gen, weights=w, spec=sp))
+    (rows_h, nll_h, f_h), (rows_d, nll_d, f_d) = out
+    torch.testing.assert_close(nll_d, nll_h, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(f_d, f_h, rtol=1e-12, atol=1e-12)
+    for rh, rd in zip(rows_h, rows_d):
+        for a, b in zip(rh, rd):
+            torch.testing.assert_close(b, a, rtol=1e-12, atol=1e-12)
+    # the true Fisher's gradients differ from the observed-label ones (the check can fail)
+    if fisher == "true":
+        assert not torch.allclose(rows_d[-1][1], rows_d[-1][2])
+    # layers that are not the network's Linear layers in order fall back to the hooks
+    assert not kfac_curv._dense_match(spec, layers[::-1])
 
 
 def test_ekfac_fisher_error_is_no_larger_than_kfac():

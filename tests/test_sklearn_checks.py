@@ -47,10 +47,10 @@ EXPECTED_FAILED_CHECKS = {
         "from the generator that then draws the Monte Carlo weight samples (and dropout masks), "
         "so the streams differ with n_rows, and init='iblm' draws its local minibatches from the "
         "rows; the fits agree in expectation, not to rtol=1e-7. With the row order fixed, "
-        "init='default' and no per-row random draws the check passes for SLANG, VOGN, Vadam, BBB "
-        "and MC dropout (tests/test_sample_weight.py); not for noisy (E)K-FAC, whose Kronecker "
-        "factors of 15 rows x 30 features have repeated eigenvalues, so the eigenbasis that maps "
-        "the normal draws to weight samples depends on rounding."
+        "init='default' and no per-row random draws the check passes for SLANG, VOGN, Vadam, BBB, "
+        "MC dropout and noisy K-FAC (tests/test_sample_weight.py); not for noisy EK-FAC, whose "
+        "Kronecker factors of 15 rows x 30 features have repeated eigenvalues, so the eigenbasis "
+        "that maps the normal draws to weight samples depends on rounding."
     ),
 }
 

@@ -9,7 +9,7 @@ from torch.func import functional_call
 from ..exceptions import UnsupportedLayerError
 
 
-def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generator=None, weights=None):
+def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generator=None, weights=None, spec=None):
     """Per-layer inputs and output gradients at weight samples ``theta`` (S, D).
 
     Returns
@@ -25,7 +25,15 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
     of the weighted negative log-likelihood) and ``Dfisher`` ``sqrt(w_i) d_i``, so that
     the second moments of :func:`layer_stats` and :func:`projected_second_moment`
     weight an example by ``w_i`` once; ``nll`` stays unweighted.
+
+    ``spec``: the network's :class:`~skbayes._networks.DenseSpec`, if it has one. When its
+    ``Linear`` layers are ``layers``, all ``S`` samples go through one batched forward pass
+    and one backward pass per gradient (no hooks, no ``functional_call``): the same
+    quantities, rows in the same order, with the labels of the true Fisher drawn in the
+    same order (identical draws for ``S = 1``).
     """
+    if spec is not None and _dense_match(spec, layers):
+        return _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights)
     per_layer = [[] for _ in layers]
     nlls, fs = [], []
     for s in range(theta.shape[0]):
@@ -63,6 +71,40 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
         fs.append(f.detach())
     rows = [tuple(torch.cat(parts, 0) for parts in zip(*chunks)) for chunks in per_layer]
     return rows, torch.stack(nlls), torch.stack(fs)
+
+
+def _dense_match(spec, layers):
+    """True when ``layers`` are exactly the ``Linear`` layers of ``spec``, in order."""
+    return len(layers) == len(spec.linears) and all(
+        not l.is_conv and (l.w_off, l.p, l.n_in, l.b_off) == info for l, info in zip(layers, spec.linears)
+    )
+
+
+def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights):
+    """:func:`kron_batch` for a dense network: every weight sample in one batched pass."""
+    S, M = theta.shape[0], X.shape[0]
+    with torch.enable_grad():
+        th = theta.detach().requires_grad_(True)  # puts every layer output in the graph
+        f, As, Zs = spec.forward(th, X, keep=True)  # (S, M, out), (S, M, in_l), (S, M, out_l)
+        nll = lik.nll(f, y)
+        d_true = torch.autograd.grad(nll.sum(), Zs, retain_graph=fisher == "true")
+        if fisher == "true":
+            y_s = lik.sample(f.detach(), generator)
+            d_fish = torch.autograd.grad(lik.nll(f, y_s).sum(), Zs)
+        else:
+            d_fish = d_true
+    w_true = w_fish = None
+    if weights is not None:  # rows are sample-major (s * M + i)
+        w_rows = weights.repeat(S)[:, None, None]
+        w_true, w_fish = w_rows, torch.sqrt(w_rows)
+    rows = []
+    for l, A, dt, df in zip(layers, As, d_true, d_fish):
+        Dt = l.out_grads(dt.detach().reshape(S * M, l.p))
+        Df = Dt if df is dt else l.out_grads(df.detach().reshape(S * M, l.p))
+        if weights is not None:
+            Dt, Df = Dt * w_true, Df * w_fish
+        rows.append((l.patches(A.reshape(S * M, l.n_in)), Dt, Df))
+    return rows, nll.detach(), f.detach()
 
 
 def layer_stats(A, Dg, weights=None):

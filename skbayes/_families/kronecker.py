@@ -279,7 +279,7 @@ class KFACFamily(PosteriorFamily):
     def step(self, post, state, Xb, yb, ctx):
         """One noisy K-FAC / EK-FAC step (the papers' Algorithms, with momentum and the trust region)."""
         S, M, N, gen = ctx.mc_samples, Xb.shape[0], ctx.n_train, ctx.generator
-        net, layout = ctx.forward.module, ctx.forward.layout
+        net, layout, spec = ctx.forward.module, ctx.forward.layout, ctx.forward.spec
         layers = post.layers
         # A posterior deep-copied on its own (a snapshot restored by early stopping or the rise
         # guard, a restored failed fit) holds copies of the layer modules: the hooks that capture
@@ -293,7 +293,7 @@ class KFACFamily(PosteriorFamily):
         if not state["ready"]:
             # Initialise the factors from the first minibatch at the mean (beta = 1).
             rows, _, _ = kron_batch(
-                net, layout, layers, post.mean_t[None], Xb, yb, ctx.likelihood, self.fisher, gen, **wkw
+                net, layout, layers, post.mean_t[None], Xb, yb, ctx.likelihood, self.fisher, gen, spec=spec, **wkw
             )
             for st, (A, _, Df) in zip(state["layers"], rows):
                 st["A"], st["S"] = layer_stats(A, Df, **wkw)
@@ -302,7 +302,9 @@ class KFACFamily(PosteriorFamily):
             self._refresh_posterior(post, state, ctx.kl_scale)
         k = ctx.t + 1
         theta = post.sample_t(S, generator=gen)
-        rows, nll, f = kron_batch(net, layout, layers, theta, Xb, yb, ctx.likelihood, self.fisher, gen, **wkw)
+        rows, nll, f = kron_batch(
+            net, layout, layers, theta, Xb, yb, ctx.likelihood, self.fisher, gen, spec=spec, **wkw
+        )
         w_rows = None if w is None else w.repeat(S)  # rows are sample-major (s * M + i)
         alpha = float(self.learning_rate)
         step = torch.zeros_like(post.mean_t)
