@@ -355,7 +355,19 @@ def call_order(module, X_probe):
 
 
 class KronLayer:
-    """Where one Linear/Conv2d layer lives in the network and in the flat vector."""
+    """Where one Linear/Conv2d layer lives in the network and in the flat vector.
+
+    Read-only geometry: copies, deep ones included, share it and its ``module`` (the fit
+    loop snapshots a posterior every epoch; duplicating the layer modules there would
+    only cost time). A step rebinds layers whose module is not the one its network calls
+    (see :meth:`~skbayes._families.kronecker.KFACFamily.step`).
+    """
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
 
     def __init__(self, name, module, w_off, b_off):
         self.name = name

@@ -444,3 +444,25 @@ def test_non_finite_outputs_in_the_label_sampler_are_reported_as_divergence():
         warnings.simplefilter("always")
         est.fit(X * 1e18, y[:200])
     assert any("diverged" in str(x.message) for x in w)
+
+
+@pytest.mark.parametrize("Est", [NoisyKFACClassifier, NoisyEKFACClassifier])
+def test_snapshots_share_immutable_blocks_and_restore_exactly(Est):
+    # The fit loop's snapshots share the covariance blocks, damped factors and layer
+    # geometry (immutable) instead of copying them: training on after a snapshot must
+    # leave it intact, and restoring it must give back the same predictions.
+    from skbayes._loop import restore, snapshot
+
+    X, y = _data()
+    est = _fit(Est, max_iter=3)
+    before = est.predict_proba(X)
+    snap = snapshot(est)
+    assert snap["posterior"].blocks[0] is est.posterior_.blocks[0]
+    assert snap["posterior"].mean_t is not est.posterior_.mean_t
+    est.partial_fit(X, y)
+    est.partial_fit(X, y)
+    assert not np.allclose(est.predict_proba(X), before)
+    restore(est, snap)
+    np.testing.assert_array_equal(est.predict_proba(X), before)
+    est.partial_fit(X, y)  # and training goes on from the restored state
+    assert np.isfinite(est.predict_proba(X)).all()

@@ -281,9 +281,9 @@ class KFACFamily(PosteriorFamily):
         S, M, N, gen = ctx.mc_samples, Xb.shape[0], ctx.n_train, ctx.generator
         net, layout, spec = ctx.forward.module, ctx.forward.layout, ctx.forward.spec
         layers = post.layers
-        # A posterior deep-copied on its own (a snapshot restored by early stopping or the rise
-        # guard, a restored failed fit) holds copies of the layer modules: the hooks that capture
-        # the layer inputs must go on the modules the forward pass calls.
+        # A posterior can hold the layers of another copy of the network (after a deep copy of
+        # the estimator, which shares the read-only KronLayers, or an unpickled posterior): the
+        # hooks that capture the layer inputs must go on the modules the forward pass calls.
         in_net = {id(m) for m in net.modules()}
         if not all(id(l.module) in in_net for l in layers):
             post.layers = layers = kron_layers(net, layout)

@@ -27,7 +27,19 @@ from .._linalg import sym_eig
 from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
-class DampedFactor:
+class _Immutable:
+    """A value object whose tensors are never modified once built (a refresh replaces the
+    object; only caches of derived quantities are added): copies, deep ones included (the
+    fit loop's per-epoch snapshots), share it instead of duplicating its tensors."""
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class DampedFactor(_Immutable):
     """A damped symmetric PSD Kronecker factor ``F = M + shift I``, factorised once.
 
     Held as the lower Cholesky factor ``L`` of ``F`` (``F = L L^T``); where the Cholesky
@@ -108,7 +120,7 @@ class DampedFactor:
         return self.lam, self.Q
 
 
-class KroneckerBlock:
+class KroneckerBlock(_Immutable):
     """One layer's covariance ``c F_S^{-1} kron F_A^{-1}`` (noisy K-FAC)."""
 
     def __init__(self, FA, FS, c):
@@ -147,7 +159,7 @@ class KroneckerBlock:
         return self._eig
 
 
-class EigenBlock:
+class EigenBlock(_Immutable):
     """One layer's covariance ``(Q_S kron Q_A) diag(vec s) (Q_S kron Q_A)^T`` (noisy EK-FAC)."""
 
     def __init__(self, QA, QS, s):
