@@ -33,6 +33,7 @@ from . import _loop
 from ._families.base import PosteriorFamily, kl_annealing_scale
 from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
+from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
 from ._parallel import limit_torch_threads
 from ._prior import WeightPrior
@@ -488,7 +489,7 @@ class BayesianNetwork(BaseEstimator):
     def _check_finite(self, what, *values):
         """Raise :class:`NonFiniteOutputError` unless every value (tensors or arrays) is finite."""
         for v in values:
-            ok = bool(torch.isfinite(v).all()) if isinstance(v, torch.Tensor) else bool(np.isfinite(v).all())
+            ok = all_finite(v) if isinstance(v, torch.Tensor) else bool(np.isfinite(v).all())
             if not ok:
                 raise NonFiniteOutputError(
                     f"{type(self).__name__} produced non-finite {what} for some of the inputs: they "

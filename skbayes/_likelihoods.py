@@ -14,11 +14,13 @@ import math
 import torch
 from scipy.special import digamma, gammaln
 
+from ._linalg import all_finite
+
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
 def _check_finite(f):
-    if not bool(torch.isfinite(f).all()):
+    if not all_finite(f):
         raise FloatingPointError("non-finite network outputs")
 
 

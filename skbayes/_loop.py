@@ -30,6 +30,7 @@ import torch
 from sklearn.exceptions import ConvergenceWarning
 
 from ._families.base import StepContext, kl_annealing_scale
+from ._linalg import max_abs
 
 #: Epochs in a row (at most ``n_iter_no_change``) the training objective must stay more than
 #: ``max(1, |best|)`` above its best before the fit is stopped and reverted to the best epoch.
@@ -99,7 +100,7 @@ class RiseGuard:
 
 def is_healthy(posterior) -> bool:
     """Finite posterior whose mean stays below ``MAX_ABS_WEIGHT`` in magnitude."""
-    return posterior.is_finite() and float(torch.linalg.vector_norm(posterior.mean_t, float("inf"))) < MAX_ABS_WEIGHT
+    return posterior.is_finite() and max_abs(posterior.mean_t) < MAX_ABS_WEIGHT
 
 
 class Divergence(Exception):

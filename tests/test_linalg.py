@@ -1,5 +1,7 @@
 """Low-rank-plus-diagonal linear algebra against dense references."""
 
+import math
+
 import numpy as np
 import pytest
 import torch
@@ -171,3 +173,29 @@ def test_top_eig_from_gram_without_a_gap_still_bounds_the_spectrum():
     assert torch.all(lam <= lam0 * (1 + 1e-12))
     assert float(lam.sum()) >= 0.95 * float(lam0.sum())
     torch.testing.assert_close(V.T @ V, torch.eye(8), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
+def test_all_finite_and_max_abs_equal_the_elementwise_references(dtype):
+    from skbayes._linalg import all_finite, max_abs
+
+    g = torch.Generator().manual_seed(0)
+    big = torch.finfo(dtype).max / 4
+    cases = [torch.randn(500, 7, dtype=dtype, generator=g), torch.zeros(0, dtype=dtype)]
+    # finite entries whose sum overflows: the fast sum says "not finite", the answer must not
+    cases.append(torch.full((64,), big, dtype=dtype))
+    cases.append(torch.tensor([big, big, -big, float("nan")], dtype=dtype))
+    for bad in (float("nan"), float("inf"), -float("inf")):
+        for pos in (0, 1234, 3499):
+            x = torch.randn(3500, dtype=dtype, generator=g)
+            x[pos] = bad
+            cases.append(x)
+    inf_inf = torch.randn(100, dtype=dtype, generator=g)
+    inf_inf[3], inf_inf[70] = float("inf"), -float("inf")  # sums to NaN
+    cases.append(inf_inf)
+    for x in cases:
+        assert all_finite(x) == bool(torch.isfinite(x).all())
+        ref = float(torch.linalg.vector_norm(x, float("inf"))) if x.numel() else 0.0
+        got = max_abs(x)
+        assert (math.isnan(got) and math.isnan(ref)) or got == ref
+    assert all_finite(torch.arange(5))  # integer tensors are finite
