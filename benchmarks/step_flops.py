@@ -52,7 +52,8 @@ def counts(widths, M, L, eig_interval):
     cubes = sum(n**3 + p**3 for n, p in layers)
     plain = fwd + wgrad + back_inputs
     slang = fwd + back_inputs + 2 * (2 * L * M * D) + 2 * (2 * M * D)
-    slang += 2 * M * M * sum(n + p for n, p in layers) + 12 * L * D
+    if L:  # rank 0 (VOGN) skips the Gram matrix and the low-rank algebra
+        slang += 2 * M * M * sum(n + p for n, p in layers) + 12 * L * D
     kron = fwd + 2 * back_inputs + wgrad + stats
     kfac = kron + 2 * cubes / 3 + 2 * sq_np + sq_np
     ekfac = kron + stats + 2 * M * D + 4 * sq_np + 2 * sq_np + 4 * cubes / eig_interval
