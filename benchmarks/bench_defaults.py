@@ -131,13 +131,13 @@ METRICS = {
     "clf": [
         ("error", "error (%)", 2, False),
         ("logloss", "log-loss", 3, False),
-        ("seconds", "fit s", 1, False),
+        ("seconds", "fit s", 2, False),
         ("epochs", "epochs", 0, False),
     ],
     "reg": [
         ("rmse", "RMSE", 2, False),
         ("ll", "test LL", 3, True),
-        ("seconds", "fit s", 1, False),
+        ("seconds", "fit s", 2, False),
         ("epochs", "epochs", 0, False),
     ],
 }
@@ -168,6 +168,10 @@ def table(datasets, methods, results):
                 best = max(finite) if higher else min(finite)
                 cells = [f"**{c}**" if np.isfinite(x) and x == best else c for c, x in zip(cells, means)]
             lines.append(f"| {d} | {label} | " + " | ".join(cells) + " |")
+            if key == "seconds" and "mlp" in methods and np.isfinite(means[methods.index("mlp")]):
+                ref = means[methods.index("mlp")]
+                ratios = [f"{x / ref:.1f}x" if np.isfinite(x) else "-" for x in means]
+                lines.append(f"| {d} | fit / MLP's | " + " | ".join(ratios) + " |")
     return "\n".join(lines)
 
 
