@@ -466,3 +466,26 @@ def test_snapshots_share_immutable_blocks_and_restore_exactly(Est):
     np.testing.assert_array_equal(est.predict_proba(X), before)
     est.partial_fit(X, y)  # and training goes on from the restored state
     assert np.isfinite(est.predict_proba(X)).all()
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_fused_moving_averages_and_damped_gradient_equal_the_unfused_formulas(weighted):
+    # The step forms V = -grad - gamma W and the factors' moving averages each in one GEMM
+    net, layout, layers, theta, X, y = _layer_problem(True)
+    rows, _, _ = kron_batch(net, layout, layers, theta, X, y, Categorical(3), fisher="empirical")
+    g = torch.Generator().manual_seed(4)
+    for l, (A, Dt, Df) in zip(layers, rows):
+        w = torch.rand(A.shape[0], dtype=DT, generator=g) + 0.5 if weighted else None
+        A0 = torch.randn(l.n, l.n, dtype=DT, generator=g)
+        S0 = torch.randn(l.p, l.p, dtype=DT, generator=g)
+        A0c, S0c = A0.clone(), S0.clone()
+        a_new, s_new = layer_stats(A, Df, w)
+        A1, S1 = layer_stats(A, Df, w, decay=(0.05, (A0, S0)))
+        torch.testing.assert_close(A1, 0.95 * A0 + 0.05 * a_new, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(S1, 0.95 * S0 + 0.05 * s_new, rtol=1e-12, atol=1e-12)
+        assert torch.equal(A0, A0c) and torch.equal(S0, S0c)  # the old factors are not modified
+        W = torch.randn(l.n, l.p, dtype=DT, generator=g)
+        Wc = W.clone()
+        V = layer_grad(A, Dt, out=W, beta=-0.3, alpha=-1.0)
+        torch.testing.assert_close(V, -layer_grad(A, Dt) - 0.3 * W, rtol=1e-12, atol=1e-12)
+        assert torch.equal(W, Wc)

@@ -107,7 +107,7 @@ def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights
     return rows, nll.detach(), f.detach()
 
 
-def layer_stats(A, Dg, weights=None):
+def layer_stats(A, Dg, weights=None, decay=None):
     """KFC factors of one minibatch: ``(E_i[sum_t a a^T], E_i[(1/T) sum_t d d^T])``.
 
     ``weights`` (m,), sample weights of the rows (mean one over the training set): the
@@ -115,19 +115,34 @@ def layer_stats(A, Dg, weights=None):
     holds ``sqrt(w_i) d``, so the second is ``E_i[w_i (1/T) sum_t d d^T]``. Each factor is
     then the expectation under the weighted empirical distribution of the examples,
     as on data with duplicated rows.
+
+    ``decay=(beta, (A_old, S_old))`` returns the moving averages
+    ``(1 - beta) A_old + beta A_batch`` and ``(1 - beta) S_old + beta S_batch`` instead
+    (``A_old`` and ``S_old`` are not modified).
     """
     m, T, n = A.shape
     Af = A.reshape(m * T, n)
     Df = Dg.reshape(m * T, -1)
-    if weights is not None:
-        return Af.T @ (Af * weights.repeat_interleave(T)[:, None]) / m, Df.T @ Df / (m * T)
-    return Af.T @ Af / m, Df.T @ Df / (m * T)
+    Aw = Af if weights is None else Af * weights.repeat_interleave(T)[:, None]
+    if decay is not None:  # the moving averages, each in one GEMM
+        A_old, S_old = decay[1]
+        beta = float(decay[0])
+        return (
+            torch.addmm(A_old, Af.T, Aw, beta=1.0 - beta, alpha=beta / m),
+            torch.addmm(S_old, Df.T, Df, beta=1.0 - beta, alpha=beta / (m * T)),
+        )
+    return Af.T @ Aw / m, Df.T @ Df / (m * T)
 
 
-def layer_grad(A, Dg):
-    """Mean over examples of the per-example weight gradients ``sum_t a_t d_t^T`` (n, p)."""
+def layer_grad(A, Dg, out=None, beta=0.0, alpha=1.0):
+    """Mean over examples of the per-example weight gradients ``sum_t a_t d_t^T`` (n, p).
+
+    With ``out`` (n, p): ``beta * out + alpha * mean`` in one GEMM (``out`` is not modified).
+    """
     m, T, n = A.shape
-    return A.reshape(m * T, n).T @ Dg.reshape(m * T, -1) / m
+    if out is None:
+        return A.reshape(m * T, n).T @ Dg.reshape(m * T, -1) / m
+    return torch.addmm(out, A.reshape(m * T, n).T, Dg.reshape(m * T, -1), beta=beta, alpha=alpha / m)
 
 
 def projected_second_moment(A, Dg, QA, QS):

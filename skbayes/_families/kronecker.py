@@ -265,9 +265,7 @@ class KFACFamily(PosteriorFamily):
         """Moving averages of the Kronecker factors (every ``stats_interval`` steps)."""
         beta = float(self.factor_decay)
         if k % int(self.stats_interval) == 0:
-            a_new, s_new = layer_stats(A, Df) if weights is None else layer_stats(A, Df, weights)
-            st["A"] = (1 - beta) * st["A"] + beta * a_new
-            st["S"] = (1 - beta) * st["S"] + beta * s_new
+            st["A"], st["S"] = layer_stats(A, Df, weights, decay=(beta, (st["A"], st["S"])))
 
     def _update_layer(self, st, A, Df, k, weights=None):
         """The factor statistics and eigenbasis of one layer at step ``k``."""
@@ -307,25 +305,27 @@ class KFACFamily(PosteriorFamily):
         )
         w_rows = None if w is None else w.repeat(S)  # rows are sample-major (s * M + i)
         alpha = float(self.learning_rate)
-        step = torch.zeros_like(post.mean_t)
+        step = torch.empty_like(post.mean_t)  # every entry belongs to one layer's block
         vFv = 0.0
-        W_mean = theta.mean(0)
+        W_mean = theta[0] if theta.shape[0] == 1 else theta.mean(0)
         for l, st, lam, (A, Dt, Df) in zip(layers, state["layers"], state["layer_prior"], rows):
             g_in = self._gamma_in(state, ctx.kl_scale, lam)
             gamma = g_in + float(self.damping)
             self._update_layer(st, A, Df, k, w_rows)
-            # V = grad_W log p - gamma_in W (at the sampled weights), preconditioned in the eigenbasis
-            V = -layer_grad(A, Dt) - g_in * l.flat_to_mat(W_mean)
+            # V = grad_W log p - gamma_in W (at the sampled weights), preconditioned in the eigenbasis;
+            # the mean gradient -A^T Dt / m and the damping term in one GEMM
+            V = layer_grad(A, Dt, out=l.flat_to_mat(W_mean), beta=-g_in, alpha=-1.0)
             P = self._precondition(st, V, gamma)
             l.mat_to_flat(P, step)
             vFv += float((P * V).sum())
+        scale = 1.0
         if self.kl_clip is not None and vFv > 0 and alpha * alpha * vFv > 0:
             # K-FAC's trust region (Ba et al., 2017; the noisy K-FAC code uses 1e-3): rescale
             # the step so that its predicted change alpha^2 step^T F step stays below kl_clip.
-            step = step * min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))
-        mom = float(self.momentum) * state["momentum"] + step
+            scale = min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))
+        mom = torch.add(state["momentum"] * float(self.momentum), step, alpha=scale)
         state["momentum"] = mom
-        post.mean_t = post.mean_t + alpha * mom
+        post.mean_t = torch.add(post.mean_t, mom, alpha=alpha)
         self._refresh_posterior(post, state, ctx.kl_scale)
         scale = N / (M * S)
         return StepResult(float(scale * weighted_sum(nll, w)), f, NOISE_STEP)
