@@ -48,14 +48,7 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
             with torch.enable_grad():
                 th = theta[s].detach().requires_grad_(True)  # puts every layer output in the graph
                 f = functional_call(module, layout.unflatten(th), (X,))
-                nll = lik.nll(f, y)
-                outs = [c[2] for c in captured]
-                d_true = torch.autograd.grad(nll.sum(), outs, retain_graph=fisher == "true")
-                if fisher == "true":
-                    y_s = lik.sample(f.detach(), generator)
-                    d_fish = torch.autograd.grad(lik.nll(f, y_s).sum(), outs)
-                else:
-                    d_fish = d_true
+                nll, d_true, d_fish = _output_grads(f, [c[2] for c in captured], y, lik, fisher, generator)
         finally:
             for h in hooks:
                 h.remove()
@@ -73,6 +66,18 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
     return rows, torch.stack(nlls), torch.stack(fs)
 
 
+def _output_grads(f, outs, y, lik, fisher, generator):
+    """The per-example negative log-likelihood at outputs ``f`` (in the autograd graph) and
+    its gradients with respect to the layer outputs ``outs``: at the observed labels, and at
+    labels drawn from the model (``fisher="true"``) or the observed ones again."""
+    nll = lik.nll(f, y)
+    d_true = torch.autograd.grad(nll.sum(), outs, retain_graph=fisher == "true")
+    if fisher != "true":
+        return nll, d_true, d_true
+    y_s = lik.sample(f.detach(), generator)
+    return nll, d_true, torch.autograd.grad(lik.nll(f, y_s).sum(), outs)
+
+
 def _dense_match(spec, layers):
     """True when ``layers`` are exactly the ``Linear`` layers of ``spec``, in order."""
     return len(layers) == len(spec.linears) and all(
@@ -86,13 +91,7 @@ def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights
     with torch.enable_grad():
         th = theta.detach().requires_grad_(True)  # puts every layer output in the graph
         f, As, Zs = spec.forward(th, X, keep=True)  # (S, M, out), (S, M, in_l), (S, M, out_l)
-        nll = lik.nll(f, y)
-        d_true = torch.autograd.grad(nll.sum(), Zs, retain_graph=fisher == "true")
-        if fisher == "true":
-            y_s = lik.sample(f.detach(), generator)
-            d_fish = torch.autograd.grad(lik.nll(f, y_s).sum(), Zs)
-        else:
-            d_fish = d_true
+        nll, d_true, d_fish = _output_grads(f, Zs, y, lik, fisher, generator)
     w_true = w_fish = None
     if weights is not None:  # rows are sample-major (s * M + i)
         w_rows = weights.repeat(S)[:, None, None]
