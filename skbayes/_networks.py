@@ -354,20 +354,26 @@ def call_order(module, X_probe):
 # ``W[n_in] = bias``. ``vec`` stacks the columns of ``W`` (index ``j * n + i``).
 
 
-class KronLayer:
-    """Where one Linear/Conv2d layer lives in the network and in the flat vector.
-
-    Read-only geometry: copies, deep ones included, share it and its ``module`` (the fit
-    loop snapshots a posterior every epoch; duplicating the layer modules there would
-    only cost time). A step rebinds layers whose module is not the one its network calls
-    (see :meth:`~skbayes._families.kronecker.KFACFamily.step`).
-    """
+class SharedOnCopy:
+    """Base of value objects that are never modified once built (a refresh replaces them;
+    at most caches of derived quantities are added): copies, deep ones included (the fit
+    loop snapshots the posterior and the family state every epoch), share the object
+    instead of duplicating its tensors and modules."""
 
     def __copy__(self):
         return self
 
     def __deepcopy__(self, memo):
         return self
+
+
+class KronLayer(SharedOnCopy):
+    """Where one Linear/Conv2d layer lives in the network and in the flat vector.
+
+    Read-only geometry, shared by copies together with its ``module``. A step rebinds
+    layers whose module is not the one its network calls (see
+    :meth:`~skbayes._families.kronecker.KFACFamily.step`).
+    """
 
     def __init__(self, name, module, w_off, b_off):
         self.name = name

@@ -318,12 +318,12 @@ class KFACFamily(PosteriorFamily):
             P = self._precondition(st, V, gamma)
             l.mat_to_flat(P, step)
             vFv += float((P * V).sum())
-        scale = 1.0
+        clip = 1.0
         if self.kl_clip is not None and vFv > 0 and alpha * alpha * vFv > 0:
             # K-FAC's trust region (Ba et al., 2017; the noisy K-FAC code uses 1e-3): rescale
             # the step so that its predicted change alpha^2 step^T F step stays below kl_clip.
-            scale = min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))
-        mom = torch.add(state["momentum"] * float(self.momentum), step, alpha=scale)
+            clip = min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))
+        mom = torch.add(state["momentum"] * float(self.momentum), step, alpha=clip)
         state["momentum"] = mom
         post.mean_t = torch.add(post.mean_t, mom, alpha=alpha)
         self._refresh_posterior(post, state, ctx.kl_scale)

@@ -24,22 +24,11 @@ import math
 import torch
 
 from .._linalg import sym_eig
+from .._networks import SharedOnCopy
 from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
-class _Immutable:
-    """A value object whose tensors are never modified once built (a refresh replaces the
-    object; only caches of derived quantities are added): copies, deep ones included (the
-    fit loop's per-epoch snapshots), share it instead of duplicating its tensors."""
-
-    def __copy__(self):
-        return self
-
-    def __deepcopy__(self, memo):
-        return self
-
-
-class DampedFactor(_Immutable):
+class DampedFactor(SharedOnCopy):
     """A damped symmetric PSD Kronecker factor ``F = M + shift I``, factorised once.
 
     Held as the lower Cholesky factor ``L`` of ``F`` (``F = L L^T``); where the Cholesky
@@ -120,7 +109,7 @@ class DampedFactor(_Immutable):
         return self.lam, self.Q
 
 
-class KroneckerBlock(_Immutable):
+class KroneckerBlock(SharedOnCopy):
     """One layer's covariance ``c F_S^{-1} kron F_A^{-1}`` (noisy K-FAC)."""
 
     def __init__(self, FA, FS, c):
@@ -159,7 +148,7 @@ class KroneckerBlock(_Immutable):
         return self._eig
 
 
-class EigenBlock(_Immutable):
+class EigenBlock(SharedOnCopy):
     """One layer's covariance ``(Q_S kron Q_A) diag(vec s) (Q_S kron Q_A)^T`` (noisy EK-FAC)."""
 
     def __init__(self, QA, QS, s):
