@@ -23,7 +23,7 @@ Read more in the :doc:`Kronecker-factored estimators page </kfac>` of the docume
 """
 
 #: Noisy K-FAC's and EK-FAC's ``batch_size='auto'``: ``min(200, n_samples)``, scikit-learn's
-#: MLP minibatch. Their per-step cost (the factors' eigendecompositions) does not grow with
+#: MLP minibatch. Their per-step cost (the factors' factorisations) does not grow with
 #: the minibatch, and at the same step sizes the larger minibatch gave a better or (within
 #: the splits' noise) equal test score than 64 on every set of benchmarks/bench_defaults.py
 #: (docs/kfac.md).

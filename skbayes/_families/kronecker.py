@@ -23,7 +23,7 @@ _INTERVAL = [Interval(numbers.Integral, 1, None, closed="left")]
 
 
 class KFACFamily(PosteriorFamily):
-    """Noisy K-FAC: eigenbasis and eigenvalues of the damped Kronecker factors."""
+    """Noisy K-FAC: Cholesky factors of the damped Kronecker factors (mean step and covariance)."""
 
     parameter_constraints = {
         "learning_rate": _POSITIVE,
@@ -268,7 +268,7 @@ class KFACFamily(PosteriorFamily):
             st["A"], st["S"] = layer_stats(A, Df, weights, decay=(beta, (st["A"], st["S"])))
 
     def _update_layer(self, st, A, Df, k, weights=None):
-        """The factor statistics and eigenbasis of one layer at step ``k``."""
+        """The factor statistics of one layer at step ``k`` and, when due, its refresh."""
         self._update_factors(st, A, Df, k, weights)
         if k % int(self.inv_interval) == 0:
             self._refresh_basis(st)
@@ -312,8 +312,9 @@ class KFACFamily(PosteriorFamily):
             g_in = self._gamma_in(state, ctx.kl_scale, lam)
             gamma = g_in + float(self.damping)
             self._update_layer(st, A, Df, k, w_rows)
-            # V = grad_W log p - gamma_in W (at the sampled weights), preconditioned in the eigenbasis;
-            # the mean gradient -A^T Dt / m and the damping term in one GEMM
+            # V = grad_W log p - gamma_in W (at the sampled weights), then preconditioned by the damped
+            # factors (K-FAC) or in the eigenbasis (EK-FAC); the mean gradient -A^T Dt / m and the
+            # damping term in one GEMM
             V = layer_grad(A, Dt, out=l.flat_to_mat(W_mean), beta=-g_in, alpha=-1.0)
             P = self._precondition(st, V, gamma)
             l.mat_to_flat(P, step)
