@@ -7,6 +7,13 @@ What the training loop needs of a likelihood, beyond ``nll`` and ``sample``: ``u
 (a natural-gradient step on its own parameters after every training step),
 ``kl`` (their KL term in the objective), and ``get_state`` / ``set_state``
 (for snapshots). A likelihood without parameters does nothing in them.
+
+``nll_grad(f, y, g)`` returns the per-example negative log-likelihood and the gradient of
+``sum_i g_i nll_i`` with respect to ``f`` (``g`` broadcasting against the result of
+``nll``; ``None`` for all ones) for the hand-written backward pass of dense networks
+(:meth:`skbayes._networks.DenseSpec.backward`). Each computes what ``torch.autograd``
+computes for ``nll``, by the same operations, so the numbers are the same to the bit;
+:func:`nll_grad` falls back to autograd for a likelihood without one.
 """
 
 import math
@@ -22,6 +29,18 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def _check_finite(f):
     if not all_finite(f):
         raise FloatingPointError("non-finite network outputs")
+
+
+def nll_grad(lik, f, y, g=None):
+    """``(nll, d/df sum_i g_i nll_i)`` for outputs ``f`` (detached): ``lik.nll_grad`` if the
+    likelihood has it, else autograd on a graph holding ``f`` only."""
+    if hasattr(lik, "nll_grad"):
+        return lik.nll_grad(f, y, g)
+    with torch.enable_grad():
+        fr = f.detach().requires_grad_(True)
+        nll = lik.nll(fr, y)
+        (df,) = torch.autograd.grad(nll.sum() if g is None else (nll * g).sum(), fr)
+    return nll.detach(), df
 
 
 class _NoParameters:
@@ -59,6 +78,15 @@ class Gaussian:
     def nll(self, f, y):
         r = f[..., 0] - y
         return 0.5 * self.noise.tau_mean * r * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI
+
+    def nll_grad(self, f, y, g=None):
+        """See the module docstring (``d nll / d f = tau r``, as autograd evaluates it)."""
+        r = f[..., 0] - y
+        c = 0.5 * self.noise.tau_mean
+        a = c * r
+        nll = a * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI
+        dr = a + a if g is None else g * a + (g * r) * c  # both factors of a * r
+        return nll, dr.unsqueeze(-1)
 
     def sample(self, f, generator=None):
         """Targets drawn from the model at outputs ``f`` (for the true Fisher)."""
@@ -104,6 +132,14 @@ class Bernoulli(_NoParameters):
         z = f[..., 0]
         return torch.nn.functional.softplus(z) - y * z
 
+    def nll_grad(self, f, y, g=None):
+        """See the module docstring (``d nll / d z = sigmoid(z) - y``, as autograd evaluates it)."""
+        z = f[..., 0]
+        nll = torch.nn.functional.softplus(z) - y * z
+        ones = torch.ones_like(z) if g is None else g.expand_as(z).contiguous()
+        dz = torch.ops.aten.softplus_backward(ones, z, 1.0, 20.0) + (-ones) * y
+        return nll, dz.unsqueeze(-1)
+
     def sample(self, f, generator=None):
         _check_finite(f)
         return torch.bernoulli(torch.sigmoid(f[..., 0]), generator=generator)
@@ -118,6 +154,21 @@ class Categorical(_NoParameters):
     def nll(self, f, y):
         idx = y.expand(f.shape[:-1]).unsqueeze(-1)
         return torch.logsumexp(f, -1) - f.gather(-1, idx)[..., 0]
+
+    def nll_grad(self, f, y, g=None):
+        """See the module docstring (``d nll / d f = softmax(f) - onehot(y)``, as autograd
+        evaluates it)."""
+        idx = y.expand(f.shape[:-1]).unsqueeze(-1)
+        lse = torch.logsumexp(f, -1)
+        nll = lse - f.gather(-1, idx)[..., 0]
+        df = torch.exp(f - lse.unsqueeze(-1))
+        if g is None:
+            df.scatter_add_(-1, idx, torch.full_like(nll, -1.0).unsqueeze(-1))
+        else:
+            gb = g.expand_as(nll).unsqueeze(-1)
+            df = gb * df
+            df.scatter_add_(-1, idx, -gb)
+        return nll, df
 
     def sample(self, f, generator=None):
         _check_finite(f)

@@ -30,6 +30,16 @@ ACTIVATIONS = {
 # Element-wise activations with an in-place torch function (used when nothing needs the input).
 _IN_PLACE = {nn.ReLU: torch.relu_, nn.Tanh: torch.tanh_, nn.Sigmoid: torch.sigmoid_}
 
+# Element-wise activations whose derivative follows from their output, by the functions
+# autograd itself uses: the hand-written backward pass of :meth:`DenseSpec.backward`
+# gives the same numbers as ``torch.autograd`` (others go through autograd there).
+_ACT_BACKWARD = {
+    nn.ReLU: lambda g, out: torch.ops.aten.threshold_backward(g, out, 0),
+    nn.Tanh: torch.ops.aten.tanh_backward,
+    nn.Sigmoid: torch.ops.aten.sigmoid_backward,
+    nn.Identity: lambda g, out: g,
+}
+
 _ELEMENTWISE = (
     nn.ReLU,
     nn.Tanh,
@@ -166,22 +176,18 @@ class DenseSpec:
                 return False
         return True
 
-    def forward(self, theta, X, keep=False, layer_inputs=None):
+    def forward(self, theta, X, layer_inputs=None):
         """Evaluate the network for weight samples ``theta`` (S, D) on rows ``X`` (n, in).
 
-        Returns the outputs ``(S, n, out)``; with ``keep=True`` also the list of
-        layer inputs ``A_l`` (S, n, in_l) and pre-activations ``Z_l`` (S, n, out_l),
-        with each ``Z_l`` part of the autograd graph so that
-        ``torch.autograd.grad(loss, Z)`` gives the per-example output gradients.
-        A single weight vector ``theta`` (D,) gives outputs ``(n, out)``.
-        ``layer_inputs``: ``{module name: fn}``, ``h -> fn(h)`` applied to the input of
-        those ``Linear`` layers (e.g. dropout masks).
+        Returns the outputs ``(S, n, out)``; a single weight vector ``theta`` (D,) gives
+        outputs ``(n, out)``. ``layer_inputs``: ``{module name: fn}``, ``h -> fn(h)``
+        applied to the input of those ``Linear`` layers (e.g. dropout masks). For
+        training, :meth:`forward_tape` and :meth:`backward` give the gradients.
         """
         if theta.dim() == 1:
             return self._forward_one(theta, X, layer_inputs or {})
         h = X
-        As, Zs = [], []
-        in_place = not keep and not torch.is_grad_enabled()
+        in_place = not torch.is_grad_enabled()
         for name, (kind, info) in zip(self.names, self.steps):
             if kind == "act":
                 # without autograd, overwrite a layer's own output (as nn.ReLU(inplace=True))
@@ -193,20 +199,97 @@ class DenseSpec:
             W = theta[:, w_off : w_off + out * inp].reshape(-1, out, inp)
             if b_off is not None:  # bias fused into the batched GEMM, as nn.Linear's addmm
                 hb = h if h.dim() == 3 else h.expand(theta.shape[0], *h.shape)
-                z = torch.baddbmm(theta[:, None, b_off : b_off + out], hb, W.transpose(1, 2))
+                h = torch.baddbmm(theta[:, None, b_off : b_off + out], hb, W.transpose(1, 2))
             else:
-                z = torch.matmul(h, W.transpose(1, 2))
-            if keep:
-                if h.dim() == 2:
-                    h = h.expand(theta.shape[0], *h.shape)
-                As.append(h.detach())
-                if not z.requires_grad:
-                    z.requires_grad_(True)
-                Zs.append(z)
-            h = z
-        if keep:
-            return h, As, Zs
+                h = torch.matmul(h, W.transpose(1, 2))
         return h
+
+    def forward_tape(self, theta, X):
+        """Outputs ``(S, n, out)`` for weight samples ``theta`` (S, D) on rows ``X``,
+        without an autograd graph, and the tape :meth:`backward` reads.
+
+        The tape holds, step by step, each ``Linear`` layer's input ``A_l`` (S, n, in_l)
+        and weights, and each activation's output (and its input when the derivative
+        needs it). :meth:`layer_inputs` returns the ``A_l``.
+        """
+        S = theta.shape[0]
+        h = X
+        tape = []
+        after_linear = False
+        with torch.no_grad():
+            for kind, info in self.steps:
+                if kind == "act":
+                    cls = type(info)
+                    if cls in _ACT_BACKWARD:
+                        # a Linear layer's output is used by nothing else: overwrite it
+                        out = _IN_PLACE[cls](h) if after_linear and cls in _IN_PLACE else info(h)
+                        tape.append(("act", info, None, out))
+                    else:
+                        out = info(h)
+                        tape.append(("act", info, h, out))
+                    h, after_linear = out, False
+                    continue
+                w_off, out, inp, b_off = info
+                W = theta[:, w_off : w_off + out * inp].reshape(-1, out, inp)
+                if h.dim() == 2:
+                    h = h.expand(S, *h.shape)
+                if b_off is not None:
+                    z = torch.baddbmm(theta[:, None, b_off : b_off + out], h, W.transpose(1, 2))
+                else:
+                    z = torch.matmul(h, W.transpose(1, 2))
+                tape.append(("linear", h, W, b_off is not None))
+                h, after_linear = z, True
+        return h, tape
+
+    @staticmethod
+    def layer_inputs(tape):
+        """The inputs ``A_l`` (S, n, in_l) of the ``Linear`` layers recorded on a tape."""
+        return [t[1] for t in tape if t[0] == "linear"]
+
+    def backward(self, tape, grad_out):
+        """Back-propagate ``grad_out`` (S, n, out), the gradient of a loss with respect to
+        the network outputs, through the network recorded on ``tape``.
+
+        Returns the gradients with respect to every ``Linear`` layer's output, in layer
+        order (the per-example ``Delta_l``), computed with the operations autograd uses
+        for the same network: the same numbers as ``torch.autograd.grad`` with respect to
+        the pre-activations, without building a graph. Activations outside the few with
+        a closed-form derivative (ReLU, tanh, sigmoid, identity) go through autograd.
+        """
+        deltas = []
+        g = grad_out
+        remaining = len(self.linears)
+        for entry in reversed(tape):
+            if entry[0] == "linear":
+                deltas.append(g)
+                remaining -= 1
+                if remaining == 0:
+                    break
+                W = entry[2]
+                g = torch.bmm(g, W) if entry[3] else torch.matmul(g, W)
+                continue
+            _, module, z, out = entry
+            fn = _ACT_BACKWARD.get(type(module))
+            if fn is not None:
+                g = fn(g, out)
+            else:
+                with torch.enable_grad():
+                    zr = z.detach().requires_grad_(True)
+                    (g,) = torch.autograd.grad(module(zr), zr, g)
+        deltas.reverse()
+        return deltas
+
+    def weight_grads(self, tape, deltas, out):
+        """Write ``sum_i dL_i/dtheta`` for every weight sample into ``out`` (S, D) (zeroed
+        first), from the layer inputs on ``tape`` and the ``deltas`` of :meth:`backward`;
+        the operations autograd uses for the batched GEMMs of :meth:`forward`."""
+        out.zero_()
+        for A, Dl, (w_off, o, i, b_off) in zip(self.layer_inputs(tape), deltas, self.linears):
+            gW = torch.bmm(A.transpose(1, 2), Dl)  # (S, in, out): the gradient of W^T
+            out[:, w_off : w_off + o * i].view(-1, o, i).copy_(gW.transpose(1, 2))
+            if b_off is not None:
+                out[:, b_off : b_off + o] = Dl.sum(1)
+        return out
 
     def _forward_one(self, theta, X, layer_inputs):
         h = X

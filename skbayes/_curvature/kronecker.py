@@ -6,6 +6,7 @@ them (noisy K-FAC, noisy EK-FAC). Layer geometry lives in :mod:`skbayes._network
 import torch
 from torch.func import functional_call
 
+from .._likelihoods import nll_grad
 from ..exceptions import UnsupportedLayerError
 
 
@@ -88,10 +89,13 @@ def _dense_match(spec, layers):
 def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights):
     """:func:`kron_batch` for a dense network: every weight sample in one batched pass."""
     S, M = theta.shape[0], X.shape[0]
-    with torch.enable_grad():
-        th = theta.detach().requires_grad_(True)  # puts every layer output in the graph
-        f, As, Zs = spec.forward(th, X, keep=True)  # (S, M, out), (S, M, in_l), (S, M, out_l)
-        nll, d_true, d_fish = _output_grads(f, Zs, y, lik, fisher, generator)
+    f, tape = spec.forward_tape(theta, X)  # no autograd: the backward pass is written out
+    As = spec.layer_inputs(tape)  # (S, M, in_l)
+    nll, df = nll_grad(lik, f, y)
+    d_true = spec.backward(tape, df)  # (S, M, out_l)
+    d_fish = d_true
+    if fisher == "true":  # labels drawn from the model, in the order _output_grads draws them
+        d_fish = spec.backward(tape, nll_grad(lik, f, lik.sample(f, generator))[1])
     w_true = w_fish = None
     if weights is not None:  # rows are sample-major (s * M + i)
         w_rows = weights.repeat(S)[:, None, None]
@@ -103,7 +107,7 @@ def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights
         if weights is not None:
             Dt, Df = Dt * w_true, Df * w_fish
         rows.append((l.patches(A.reshape(S * M, l.n_in)), Dt, Df))
-    return rows, nll.detach(), f.detach()
+    return rows, nll, f
 
 
 def layer_stats(A, Dg, weights=None, decay=None):

@@ -28,6 +28,8 @@ layer inputs ``A`` and output gradients ``Delta``
 import torch
 from torch.func import functional_call, grad_and_value, vmap
 
+from .._likelihoods import nll_grad
+
 
 class GenericCurvature:
     """Curvature batch holding the per-example gradient matrix ``G`` (n, D).
@@ -192,16 +194,15 @@ def dense_curvature(spec, theta, X, y, lik, weights=None):
     f : Tensor (S, M, out), detached network outputs.
     """
     sw = None if weights is None else torch.sqrt(weights)
-    with torch.enable_grad():
-        f, As, Zs = spec.forward(theta, X, keep=True)
-        nll = lik.nll(f, y)
-        deltas = torch.autograd.grad(nll.sum() if sw is None else (nll * sw).sum(), Zs)
+    f, tape = spec.forward_tape(theta, X)  # no autograd: the backward pass is written out
+    nll, df = nll_grad(lik, f, y, sw)
+    deltas = spec.backward(tape, df)
     S, M = nll.shape
     layers = []
-    for A, Dl, (w_off, o, i, b_off) in zip(As, deltas, spec.linears):
+    for A, Dl, (w_off, o, i, b_off) in zip(spec.layer_inputs(tape), deltas, spec.linears):
         layers.append((A.reshape(S * M, i), Dl.reshape(S * M, o), w_off, o, i, b_off))
     row_scale = None if sw is None else sw.repeat(S)
-    return DenseCurvature(layers, theta.shape[1], row_scale), nll.detach(), f.detach()
+    return DenseCurvature(layers, theta.shape[1], row_scale), nll, f
 
 
 def generic_curvature(module, layout, theta, X, y, lik, weights=None):
