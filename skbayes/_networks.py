@@ -40,6 +40,20 @@ _ACT_BACKWARD = {
     nn.Identity: lambda g, out: g,
 }
 
+
+def _act_backward(module, z, out, g):
+    """Gradient with respect to the input ``z`` of an element-wise activation ``module``
+    with output ``out``, given ``g`` with respect to its output (``z`` may be None for
+    the activations of ``_ACT_BACKWARD``)."""
+    fn = _ACT_BACKWARD.get(type(module))
+    if fn is not None:
+        return fn(g, out)
+    with torch.enable_grad():
+        zr = z.detach().requires_grad_(True)
+        (dz,) = torch.autograd.grad(module(zr), zr, g)
+    return dz
+
+
 _ELEMENTWISE = (
     nn.ReLU,
     nn.Tanh,
@@ -268,14 +282,7 @@ class DenseSpec:
                 W = entry[2]
                 g = torch.bmm(g, W) if entry[3] else torch.matmul(g, W)
                 continue
-            _, module, z, out = entry
-            fn = _ACT_BACKWARD.get(type(module))
-            if fn is not None:
-                g = fn(g, out)
-            else:
-                with torch.enable_grad():
-                    zr = z.detach().requires_grad_(True)
-                    (g,) = torch.autograd.grad(module(zr), zr, g)
+            g = _act_backward(entry[1], entry[2], entry[3], g)
         deltas.reverse()
         return deltas
 
@@ -315,13 +322,22 @@ class DenseSpec:
         every example and each of the ``S`` draws. Per example this is the same
         distribution of every layer's pre-activations as drawing one weight sample
         (so the expected loss and its gradient are the same), with less variance
-        across examples.
+        across examples. Differentiable in ``mean`` and ``var``; see
+        :meth:`local_reparam_tape` for the hand-written gradient.
         """
+        return self.local_reparam_tape(mean, var, X, n_samples, generator)[0]
+
+    def local_reparam_tape(self, mean, var, X, n_samples, generator=None):
+        """:meth:`local_reparam`'s outputs (the same draws) and the tape
+        :meth:`local_reparam_backward` reads."""
         h = X
+        tape = []
         tiny = torch.finfo(mean.dtype).tiny
         for kind, info in self.steps:
             if kind == "act":
-                h = info(h)
+                out = info(h)
+                tape.append(("act", info, h, out))
+                h = out
                 continue
             w_off, out, inp, b_off = info
             Wm = mean[w_off : w_off + out * inp].reshape(out, inp)
@@ -333,8 +349,46 @@ class DenseSpec:
                 zv = zv + var[b_off : b_off + out]
             shape = (int(n_samples),) + tuple(zm.shape[-2:])
             eps = torch.randn(shape, generator=generator, dtype=zm.dtype, device=zm.device)
-            h = zm + torch.sqrt(zv.clamp_min(tiny)) * eps
-        return h
+            sd = torch.sqrt(zv.clamp_min(tiny))
+            tape.append(("linear", h, Wm, Wv, sd, eps, zv >= tiny))
+            h = zm + sd * eps
+        return h, tape
+
+    def local_reparam_backward(self, tape, grad_out, mean_grad, var_grad):
+        """Gradients of a loss with respect to ``mean`` and ``var`` of
+        :meth:`local_reparam_tape`, given its gradient ``grad_out`` (S, n, out) with
+        respect to the outputs; written into ``mean_grad`` and ``var_grad`` (D,).
+
+        Per layer, with ``z = z_m + sqrt(z_v) eps``: ``dz_m = dz``,
+        ``dz_v = dz eps / (2 sqrt(z_v))`` (0 where ``z_v`` was clamped), then
+        ``dW_m = sum dz_m^T h``, ``dW_v = sum dz_v^T h^2`` and
+        ``dh = dz_m W_m + 2 h (dz_v W_v)`` for the layer below.
+        """
+        mean_grad.zero_()
+        var_grad.zero_()
+        g = grad_out
+        remaining = list(self.linears)
+        for entry in reversed(tape):
+            if entry[0] == "act":
+                g = _act_backward(entry[1], entry[2], entry[3], g)
+                continue
+            _, h, Wm, Wv, sd, eps, ok = entry
+            w_off, o, i, b_off = remaining.pop()
+            gv = torch.where(ok, g * eps / (2.0 * sd), 0.0)  # sqrt, then clamp_min's mask
+            hh = h * h
+            if h.dim() == 2:  # rows shared by the S draws (the first layer)
+                gm2, gv2, h2, hh2 = g.sum(0), gv.sum(0), h, hh
+            else:
+                gm2, gv2, h2, hh2 = g.reshape(-1, o), gv.reshape(-1, o), h.reshape(-1, i), hh.reshape(-1, i)
+            torch.mm(gm2.T, h2, out=mean_grad[w_off : w_off + o * i].view(o, i))
+            torch.mm(gv2.T, hh2, out=var_grad[w_off : w_off + o * i].view(o, i))
+            if b_off is not None:
+                torch.sum(gm2, 0, out=mean_grad[b_off : b_off + o])
+                torch.sum(gv2, 0, out=var_grad[b_off : b_off + o])
+            if not remaining:
+                break
+            g = g @ Wm + 2.0 * h * (gv @ Wv)
+        return mean_grad, var_grad
 
 
 class NetworkForward:

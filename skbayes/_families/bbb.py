@@ -8,8 +8,10 @@ import torch
 import torch.nn.functional as F
 
 from .._docs import E
+from .._likelihoods import nll_grad
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
+from ..posteriors._common import is_scalar_precision
 from ..posteriors.softplus import diag_gaussian_kl
 from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, adam_update, start_precision, weighted_sum
 
@@ -162,16 +164,52 @@ class BBBFamily(PosteriorFamily):
         kl = diag_gaussian_kl(mean, F.softplus(rho), ctx.prior_precision)
         return data + self.kl_factor(ctx.kl_scale) * kl, data, f
 
+    def neg_elbo_grad(self, mean, rho, Xb, yb, ctx):
+        """Gradient of :meth:`neg_elbo_estimate` divided by ``n_train`` with respect to
+        ``(mean, rho)``, with the same random draws; returns ``(g_mean, g_rho, data, f)``.
+
+        On a dense network the backward pass is written out (the network's through
+        :class:`~skbayes._networks.DenseSpec`, the KL's in closed form:
+        ``d KL / d mean = lam mean``, ``d KL / d sigma = lam sigma - 1 / sigma``); any
+        other network goes through autograd.
+        """
+        spec = ctx.forward.spec
+        if spec is None:
+            with torch.enable_grad():
+                mu = mean.detach().requires_grad_(True)
+                rh = rho.detach().requires_grad_(True)
+                loss, data, f = self.neg_elbo_estimate(mu, rh, Xb, yb, ctx)
+                g_mu, g_rho = torch.autograd.grad(loss / ctx.n_train, (mu, rh))
+            return g_mu, g_rho, data.detach(), f.detach()
+        S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
+        sigma = F.softplus(rho)
+        g_mu, g_var = torch.empty_like(mean), torch.empty_like(mean)
+        if bool(self.local_reparam):
+            f, tape = spec.local_reparam_tape(mean, sigma * sigma, Xb, S, ctx.generator)
+            nll, df = nll_grad(ctx.likelihood, f, yb, ctx.weights)
+            spec.local_reparam_backward(tape, df, g_mu, g_var)
+            g_sigma = 2.0 * sigma * g_var
+        else:
+            eps = torch.randn(S, mean.shape[0], generator=ctx.generator, dtype=mean.dtype, device=mean.device)
+            f, tape = spec.forward_tape(mean + sigma * eps, Xb)
+            nll, df = nll_grad(ctx.likelihood, f, yb, ctx.weights)
+            G = spec.weight_grads(tape, spec.backward(tape, df), torch.empty_like(eps))
+            g_mu, g_sigma = G.sum(0), (G * eps).sum(0)
+        # the data term (N / (M S)) sum nll, divided by N; the KL term's weight over N
+        c, k = 1.0 / (M * S), self.kl_factor(ctx.kl_scale) / N
+        lam = ctx.prior_precision if not is_scalar_precision(ctx.prior_precision) else float(ctx.prior_precision)
+        g_mu = c * g_mu + k * (lam * mean)
+        g_sigma = c * g_sigma + k * (lam * sigma - 1.0 / sigma)
+        g_rho = torch.ops.aten.softplus_backward(g_sigma, rho, 1.0, 20.0)  # times sigmoid(rho)
+        data = (N / (M * S)) * weighted_sum(nll, ctx.weights)
+        return g_mu, g_rho, data, f
+
     def step(self, post, state, Xb, yb, ctx):
         """One Bayes-by-Backprop step: Adam on ``(mu, rho)`` with the reparameterised gradient."""
-        with torch.enable_grad():
-            mu = post.mean_t.detach().requires_grad_(True)
-            rho = post.rho_t.detach().requires_grad_(True)
-            loss, data, f = self.neg_elbo_estimate(mu, rho, Xb, yb, ctx)
-            # Adam on the negative ELBO per training example (Adam is invariant to the scale).
-            g_mu, g_rho = torch.autograd.grad(loss / ctx.n_train, (mu, rho))
+        # Adam on the negative ELBO per training example (Adam is invariant to the scale).
+        g_mu, g_rho, data, f = self.neg_elbo_grad(post.mean_t, post.rho_t, Xb, yb, ctx)
         state["step"] += 1
         lr = float(self.learning_rate)
         post.mean_t = adam_update(post.mean_t, g_mu, state, "mu", lr)
         post.rho_t = adam_update(post.rho_t, g_rho, state, "rho", lr)
-        return StepResult(float(data), f.detach(), NOISE_STEP)
+        return StepResult(float(data), f, NOISE_STEP)
