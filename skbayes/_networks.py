@@ -218,20 +218,27 @@ class DenseSpec:
                 h = torch.matmul(h, W.transpose(1, 2))
         return h
 
-    def forward_tape(self, theta, X):
+    def forward_tape(self, theta, X, input_masks=None):
         """Outputs ``(S, n, out)`` for weight samples ``theta`` (S, D) on rows ``X``,
         without an autograd graph, and the tape :meth:`backward` reads.
 
         The tape holds, step by step, each ``Linear`` layer's input ``A_l`` (S, n, in_l)
         and weights, and each activation's output (and its input when the derivative
-        needs it). :meth:`layer_inputs` returns the ``A_l``.
+        needs it). :meth:`layer_inputs` returns the ``A_l``. ``input_masks``:
+        ``{module name: fn}``, the input ``h`` of those ``Linear`` layers becomes
+        ``h * fn(h)`` (e.g. dropout: ``fn`` draws the scaled keep mask).
         """
         S = theta.shape[0]
         h = X
         tape = []
         after_linear = False
         with torch.no_grad():
-            for kind, info in self.steps:
+            for name, (kind, info) in zip(self.names, self.steps):
+                if kind == "linear" and input_masks and name in input_masks:
+                    m = input_masks[name](h)
+                    h = h * m
+                    tape.append(("mask", m))
+                    after_linear = False
                 if kind == "act":
                     cls = type(info)
                     if cls in _ACT_BACKWARD:
@@ -281,6 +288,9 @@ class DenseSpec:
                     break
                 W = entry[2]
                 g = torch.bmm(g, W) if entry[3] else torch.matmul(g, W)
+                continue
+            if entry[0] == "mask":
+                g = g * entry[1]
                 continue
             g = _act_backward(entry[1], entry[2], entry[3], g)
         deltas.reverse()

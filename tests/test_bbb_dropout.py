@@ -283,6 +283,32 @@ def test_weight_masks_are_dropout_on_the_hidden_units():
 
 
 @pytest.mark.parametrize("Est,data", [(MCDropoutRegressor, reg_data), (MCDropoutClassifier, clf_data)])
+@pytest.mark.parametrize("S", [1, 2])
+def test_mc_dropout_step_written_out_equals_autograd(Est, data, S):
+    """A training step on a dense network (the backward pass written out) against the same
+    step through autograd and functional_call: the same masks, the same new weights."""
+    import copy
+
+    X, y = data()
+    kw = dict(FAST, max_iter=2, dropout=0.3, input_dropout=0.2, mc_samples=S, activation="tanh")
+    est = Est(**kw).fit(X, y)
+    Xb, yb = torch.as_tensor(X[:40]), torch.as_tensor(est._encode_targets(y[:40]))
+    w = torch.rand(40, generator=torch.Generator().manual_seed(0), dtype=DT) * 2
+    means = []
+    for dense in (True, False):
+        family, ctx = step_context(est, torch.Generator().manual_seed(7), 300, dense=dense)
+        ctx.weights, ctx.prior_precision = w, 0.8
+        assert ctx.forward.dense == dense
+        post, state = copy.deepcopy(est.posterior_), copy.deepcopy(est._state)
+        res = family.step(post, state, Xb, yb, ctx)
+        means.append((post.mean_t, res.data_term, state["w_m"]))
+    torch.testing.assert_close(means[0][0], means[1][0], rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(means[0][2], means[1][2], rtol=1e-10, atol=1e-13)  # Adam's first moment: the gradient
+    assert means[0][1] == pytest.approx(means[1][1], rel=1e-12)
+    assert not torch.equal(means[0][0], est.posterior_.mean_t)  # the step moved the weights
+
+
+@pytest.mark.parametrize("Est,data", [(MCDropoutRegressor, reg_data), (MCDropoutClassifier, clf_data)])
 def test_mc_dropout_predictions_deterministic_and_row_independent(Est, data):
     X, y = data()
     est = Est(dropout=0.3, **FAST).fit(X, y)

@@ -8,6 +8,7 @@ import torch
 from torch import nn
 
 from .._docs import E
+from .._likelihoods import nll_grad
 from .._networks import call_order
 from .._validation import Interval
 from ..posteriors import DropoutPosterior
@@ -143,24 +144,42 @@ class DropoutFamily(PosteriorFamily):
         ``theta`` (the weights, possibly requiring grad) is not masked: the masks act on
         the layer inputs, independently for every example (standard dropout).
         """
-        S, M, gen = ctx.mc_samples, Xb.shape[0], ctx.generator
+        S, M = ctx.mc_samples, Xb.shape[0]
         X = Xb.repeat(S, *([1] * (Xb.dim() - 1))) if S > 1 else Xb
+        masks = self._masks(post, ctx.generator)
+        f = ctx.forward(theta, X, layer_inputs={name: (lambda h, m=m: h * m(h)) for name, m in masks.items()})
+        return f.reshape(S, M, f.shape[-1])
+
+    @staticmethod
+    def _masks(post, gen):
+        """``{layer name: h -> keep mask / (1 - rate)}``, fresh Bernoulli draws per call."""
 
         def drop(p):
-            def fn(h):
+            def mask(h):
                 keep = (torch.rand(h.shape, generator=gen, dtype=h.dtype, device=h.device) >= p).to(h.dtype)
-                return h * (keep / (1.0 - p))
+                return keep / (1.0 - p)
 
-            return fn
+            return mask
 
-        f = ctx.forward(theta, X, layer_inputs={name: drop(p) for name, _, _, _, p in post.groups})
-        return f.reshape(S, M, f.shape[-1])
+        return {name: drop(p) for name, _, _, _, p in post.groups}
 
     def step(self, post, state, Xb, yb, ctx):
         """One step of Adam on ``(N/M) sum_i nll_i(masked net) + lambda/2 ||theta||^2``, per example."""
         S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
         scale = N / (M * S)
         lam = float(ctx.prior_precision) * ctx.kl_scale
+        spec = ctx.forward.spec
+        if spec is not None:  # the backward pass written out (masks as in train_outputs)
+            X = Xb.repeat(S, *([1] * (Xb.dim() - 1))) if S > 1 else Xb
+            theta = post.mean_t
+            f, tape = spec.forward_tape(theta[None], X, input_masks=self._masks(post, ctx.generator))
+            f = f.reshape(S, M, f.shape[-1])
+            nll, df = nll_grad(ctx.likelihood, f, yb, ctx.weights)
+            G = spec.weight_grads(tape, spec.backward(tape, df.reshape(1, S * M, -1)), torch.empty_like(theta)[None])
+            g = (scale * G[0] + lam * theta) / N
+            state["step"] += 1
+            post.mean_t = adam_update(theta, g, state, "w", float(self.learning_rate))
+            return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, NOISE_STEP)
         with torch.enable_grad():
             theta = post.mean_t.detach().requires_grad_(True)
             f = self.train_outputs(post, theta, Xb, ctx)
@@ -169,4 +188,4 @@ class DropoutFamily(PosteriorFamily):
             (g,) = torch.autograd.grad(loss / N, (theta,))
         state["step"] += 1
         post.mean_t = adam_update(post.mean_t, g, state, "w", float(self.learning_rate))
-        return StepResult(float(data), f.detach(), NOISE_STEP)
+        return StepResult(float(data.detach()), f.detach(), NOISE_STEP)
