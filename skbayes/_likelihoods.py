@@ -136,8 +136,10 @@ class Bernoulli(_NoParameters):
         """See the module docstring (``d nll / d z = sigmoid(z) - y``, as autograd evaluates it)."""
         z = f[..., 0]
         nll = torch.nn.functional.softplus(z) - y * z
-        ones = torch.ones_like(z) if g is None else g.expand_as(z).contiguous()
-        dz = torch.ops.aten.softplus_backward(ones, z, 1.0, 20.0) + (-ones) * y
+        # the gradient reaching nll, materialised as autograd's is (the layout decides
+        # whether softplus_backward's exp is vectorised, hence its last bit)
+        gz = torch.ones_like(z) if g is None else g.expand_as(z).contiguous()
+        dz = torch.ops.aten.softplus_backward(gz, z, 1.0, 20.0) + (-gz) * y
         return nll, dz.unsqueeze(-1)
 
     def sample(self, f, generator=None):

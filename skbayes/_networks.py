@@ -224,7 +224,7 @@ class DenseSpec:
 
         The tape holds, step by step, each ``Linear`` layer's input ``A_l`` (S, n, in_l)
         and weights, and each activation's output (and its input when the derivative
-        needs it). :meth:`layer_inputs` returns the ``A_l``. ``input_masks``:
+        needs it). :meth:`linear_inputs` returns the ``A_l``. ``input_masks``:
         ``{module name: fn}``, the input ``h`` of those ``Linear`` layers becomes
         ``h * fn(h)`` (e.g. dropout: ``fn`` draws the scaled keep mask).
         """
@@ -263,7 +263,7 @@ class DenseSpec:
         return h, tape
 
     @staticmethod
-    def layer_inputs(tape):
+    def linear_inputs(tape):
         """The inputs ``A_l`` (S, n, in_l) of the ``Linear`` layers recorded on a tape."""
         return [t[1] for t in tape if t[0] == "linear"]
 
@@ -301,7 +301,7 @@ class DenseSpec:
         first), from the layer inputs on ``tape`` and the ``deltas`` of :meth:`backward`;
         the operations autograd uses for the batched GEMMs of :meth:`forward`."""
         out.zero_()
-        for A, Dl, (w_off, o, i, b_off) in zip(self.layer_inputs(tape), deltas, self.linears):
+        for A, Dl, (w_off, o, i, b_off) in zip(self.linear_inputs(tape), deltas, self.linears):
             gW = torch.bmm(A.transpose(1, 2), Dl)  # (S, in, out): the gradient of W^T
             out[:, w_off : w_off + o * i].view(-1, o, i).copy_(gW.transpose(1, 2))
             if b_off is not None:

@@ -88,7 +88,7 @@ def test_backward_equals_autograd(arch, dtype, S):
         for a, b in zip(deltas, d_ref):
             torch.testing.assert_close(a, b, **TOL[dtype])
         torch.testing.assert_close(G, G_ref, **TOL[dtype])
-        for a, b in zip(spec.layer_inputs(tape), A_ref):  # the inputs of the Linear layers
+        for a, b in zip(spec.linear_inputs(tape), A_ref):  # the inputs of the Linear layers
             torch.testing.assert_close(a, b, **TOL[dtype])
     assert torch.equal(X, X_before)  # in-place activations never touch the caller's rows
     assert not f.requires_grad and not any(d.requires_grad for d in deltas)

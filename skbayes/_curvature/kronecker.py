@@ -90,7 +90,7 @@ def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights
     """:func:`kron_batch` for a dense network: every weight sample in one batched pass."""
     S, M = theta.shape[0], X.shape[0]
     f, tape = spec.forward_tape(theta, X)  # no autograd: the backward pass is written out
-    As = spec.layer_inputs(tape)  # (S, M, in_l)
+    As = spec.linear_inputs(tape)  # (S, M, in_l)
     nll, df = nll_grad(lik, f, y)
     d_true = spec.backward(tape, df)  # (S, M, out_l)
     d_fish = d_true

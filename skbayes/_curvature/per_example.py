@@ -199,7 +199,7 @@ def dense_curvature(spec, theta, X, y, lik, weights=None):
     deltas = spec.backward(tape, df)
     S, M = nll.shape
     layers = []
-    for A, Dl, (w_off, o, i, b_off) in zip(spec.layer_inputs(tape), deltas, spec.linears):
+    for A, Dl, (w_off, o, i, b_off) in zip(spec.linear_inputs(tape), deltas, spec.linears):
         layers.append((A.reshape(S * M, i), Dl.reshape(S * M, o), w_off, o, i, b_off))
     row_scale = None if sw is None else sw.repeat(S)
     return DenseCurvature(layers, theta.shape[1], row_scale), nll, f
