@@ -262,6 +262,7 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
             lambda: per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood),
         )[0]
         U, d = post.U_t, post.d_t
+        shift = ctx.n_train * float(family.damping)  # the mean step's damping, as the step passes it
         tm(
             "precision update (slang_precision_update), total",
             lambda: slang_precision_update(U, d, curv, scale, 0.05, 1.0, L),
@@ -282,7 +283,10 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
             )
             tm("  of which combine: G^T V", lambda: curv.combine(V[1][L:]))
         g = tm("gradient sum (grad_sum)", curv.grad_sum)
-        tm("mean step (posterior.solve_t, Woodbury)", lambda: post.solve_t(g + post.mean_t))
+        tm(
+            "mean step (posterior.solve_t with the damping, Woodbury)",
+            lambda: post.solve_t(g + post.mean_t, shift=shift),
+        )
         tm("fit loop: posterior.is_finite() per step", post.is_finite)
         tm(
             "fit loop: snapshot (deep copy of posterior and state) per epoch",
