@@ -49,7 +49,10 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
             with torch.enable_grad():
                 th = theta[s].detach().requires_grad_(True)  # puts every layer output in the graph
                 f = functional_call(module, layout.unflatten(th), (X,))
-                nll, d_true, d_fish = _output_grads(f, [c[2] for c in captured], y, lik, fisher, generator)
+                nll, g_true, g_fish = _output_grads(lik, f.detach(), y, fisher, generator)
+                outs = [c[2] for c in captured]
+                d_true = torch.autograd.grad(f, outs, g_true, retain_graph=g_fish is not g_true)
+                d_fish = d_true if g_fish is g_true else torch.autograd.grad(f, outs, g_fish)
         finally:
             for h in hooks:
                 h.remove()
@@ -67,16 +70,15 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
     return rows, torch.stack(nlls), torch.stack(fs)
 
 
-def _output_grads(f, outs, y, lik, fisher, generator):
-    """The per-example negative log-likelihood at outputs ``f`` (in the autograd graph) and
-    its gradients with respect to the layer outputs ``outs``: at the observed labels, and at
-    labels drawn from the model (``fisher="true"``) or the observed ones again."""
-    nll = lik.nll(f, y)
-    d_true = torch.autograd.grad(nll.sum(), outs, retain_graph=fisher == "true")
+def _output_grads(lik, f, y, fisher, generator):
+    """The per-example negative log-likelihood at outputs ``f`` and the gradients of its sum
+    with respect to ``f``: at the observed labels, and at labels drawn from the model
+    (``fisher="true"``; the same tensor twice for the empirical Fisher). Both paths of
+    :func:`kron_batch` back-propagate these."""
+    nll, g_true = nll_grad(lik, f, y)
     if fisher != "true":
-        return nll, d_true, d_true
-    y_s = lik.sample(f.detach(), generator)
-    return nll, d_true, torch.autograd.grad(lik.nll(f, y_s).sum(), outs)
+        return nll, g_true, g_true
+    return nll, g_true, nll_grad(lik, f, lik.sample(f, generator))[1]
 
 
 def _dense_match(spec, layers):
@@ -91,19 +93,17 @@ def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights
     S, M = theta.shape[0], X.shape[0]
     f, tape = spec.forward_tape(theta, X)  # no autograd: the backward pass is written out
     As = spec.linear_inputs(tape)  # (S, M, in_l)
-    nll, df = nll_grad(lik, f, y)
-    d_true = spec.backward(tape, df)  # (S, M, out_l)
-    d_fish = d_true
-    if fisher == "true":  # labels drawn from the model, in the order _output_grads draws them
-        d_fish = spec.backward(tape, nll_grad(lik, f, lik.sample(f, generator))[1])
+    nll, g_true, g_fish = _output_grads(lik, f, y, fisher, generator)
+    d_true = spec.backward(tape, g_true)  # (S, M, out_l)
+    d_fish = d_true if g_fish is g_true else spec.backward(tape, g_fish)
     w_true = w_fish = None
     if weights is not None:  # rows are sample-major (s * M + i)
         w_rows = weights.repeat(S)[:, None, None]
         w_true, w_fish = w_rows, torch.sqrt(w_rows)
     rows = []
     for l, A, dt, df in zip(layers, As, d_true, d_fish):
-        Dt = l.out_grads(dt.detach().reshape(S * M, l.p))
-        Df = Dt if df is dt else l.out_grads(df.detach().reshape(S * M, l.p))
+        Dt = l.out_grads(dt.reshape(S * M, l.p))
+        Df = Dt if df is dt else l.out_grads(df.reshape(S * M, l.p))
         if weights is not None:
             Dt, Df = Dt * w_true, Df * w_fish
         rows.append((l.patches(A.reshape(S * M, l.n_in)), Dt, Df))
