@@ -85,23 +85,19 @@ def _is_available_device(value) -> bool:
 def _is_layer_sizes(value) -> bool:
     if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool)):
         value = () if value is None else (value,)
-    return all(isinstance(h, numbers.Integral) and not isinstance(h, bool) and h >= 1 for h in tuple(value))
+    return all(isinstance(h, numbers.Integral) and not isinstance(h, bool) and int(h) >= 1 for h in tuple(value))
+
+
+def _is_positive_real(v: object) -> bool:
+    return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and float(v) > 0
 
 
 def _is_annealing(value) -> bool:
-    return (
-        isinstance(value, (tuple, list))
-        and len(value) == 3
-        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value)
-    )
+    return isinstance(value, (tuple, list)) and len(value) == 3 and all(_is_positive_real(v) for v in value)
 
 
 def _is_gamma_prior(value) -> bool:
-    return (
-        isinstance(value, (tuple, list))
-        and len(value) == 2
-        and all(isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and v > 0 for v in value)
-    )
+    return isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_positive_real(v) for v in value)
 
 
 def store_init_params(params):

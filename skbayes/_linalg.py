@@ -6,9 +6,12 @@ Every routine works on a precision ``P = U U^T + diag(d)`` with ``U`` of shape
 Gaussian) is handled by the same code.
 """
 
+from __future__ import annotations
+
 import math
 
 import torch
+from torch import Tensor
 
 __all__ = [
     "capacitance_cholesky",
@@ -24,7 +27,7 @@ __all__ = [
 ]
 
 
-def all_finite(t):
+def all_finite(t: Tensor) -> bool:
     """Whether every entry of the tensor ``t`` is finite.
 
     A sum is finite only if every entry is, so one sum (about 20x faster on CPU than
@@ -36,7 +39,7 @@ def all_finite(t):
     return math.isfinite(float(t.sum())) or bool(torch.isfinite(t).all())
 
 
-def max_abs(t):
+def max_abs(t: Tensor) -> float:
     """``max |t|`` as a float (0 for an empty tensor; NaN if an entry is NaN).
 
     ``max(t.amax(), -t.amin())``: two reductions, several times faster on CPU than
@@ -47,7 +50,7 @@ def max_abs(t):
     return max(float(t.amax()), -float(t.amin()))
 
 
-def capacitance_cholesky(U, d, K=None):
+def capacitance_cholesky(U: Tensor, d: Tensor, K: Tensor | None = None) -> Tensor:
     """Cholesky factor of the capacitance matrix ``I_L + U^T diag(d)^{-1} U``.
 
     Parameters
@@ -66,7 +69,7 @@ def capacitance_cholesky(U, d, K=None):
     return torch.linalg.cholesky(cap)
 
 
-def woodbury_solve(U, d, x, chol=None):
+def woodbury_solve(U: Tensor, d: Tensor, x: Tensor, chol: Tensor | None = None) -> Tensor:
     """Solve ``(U U^T + diag(d)) z = x`` by the Woodbury identity.
 
     ``z = d^{-1} x - d^{-1} U (I + U^T d^{-1} U)^{-1} U^T d^{-1} x``.
@@ -96,7 +99,7 @@ def woodbury_solve(U, d, x, chol=None):
     return z[:, 0] if vec else z
 
 
-def lowrank_variance(U, d, chol=None):
+def lowrank_variance(U: Tensor, d: Tensor, chol: Tensor | None = None) -> Tensor:
     """Diagonal of ``(U U^T + diag(d))^{-1}`` (the marginal variances)."""
     var = 1.0 / d
     if U.shape[1] == 0:
@@ -108,7 +111,7 @@ def lowrank_variance(U, d, chol=None):
     return var - (Z * Z).sum(1)
 
 
-def lowrank_logdet(U, d, chol=None):
+def lowrank_logdet(U: Tensor, d: Tensor, chol: Tensor | None = None) -> Tensor:
     """``log det(U U^T + diag(d))`` by the matrix determinant lemma."""
     out = torch.log(d).sum()
     if U.shape[1] == 0:
@@ -118,13 +121,13 @@ def lowrank_logdet(U, d, chol=None):
     return out + 2.0 * torch.log(torch.diagonal(chol)).sum()
 
 
-def scaled_gram(U, d):
+def scaled_gram(U: Tensor, d: Tensor) -> Tensor:
     """``U^T diag(d)^{-1} U`` (L x L); ``V^T V`` for ``V = d^{-1/2} U``."""
     Ut = U.T
     return (Ut / d[None, :]) @ U
 
 
-def sqrt_inv_coeffs(K):
+def sqrt_inv_coeffs(K: Tensor) -> Tensor:
     """The L x L matrix ``M`` with ``(I + V V^T)^{-1/2} = I + V M V^T``, from ``K = V^T V``.
 
     With ``K = R diag(t) R^T``, ``M = R diag(h(t)) R^T`` and
@@ -138,7 +141,15 @@ def sqrt_inv_coeffs(K):
     return (R * h) @ R.T
 
 
-def lowrank_sample(mean, U, d, n_samples, generator=None, eps=None, M=None):
+def lowrank_sample(
+    mean: Tensor,
+    U: Tensor,
+    d: Tensor,
+    n_samples: int,
+    generator: torch.Generator | None = None,
+    eps: Tensor | None = None,
+    M: Tensor | None = None,
+) -> Tensor:
     """Exact samples of ``N(mean, (U U^T + diag(d))^{-1})`` in ``O(D L^2 + D L S)``.
 
     With ``V = d^{-1/2} U``, ``P = D^{1/2} (I + V V^T) D^{1/2}``, so
@@ -176,7 +187,7 @@ def lowrank_sample(mean, U, d, n_samples, generator=None, eps=None, M=None):
     return out.mul_(rs).add_(eps).mul_(rs).add_(mean)
 
 
-def top_eig_psd(P, k):
+def top_eig_psd(P: Tensor, k: int) -> tuple[Tensor, Tensor]:
     """Top-``k`` eigenpairs of a symmetric PSD matrix (dense route).
 
     Returns ``(evals, evecs)`` in descending order, eigenvalues clamped at 0.
@@ -199,10 +210,10 @@ SUBSPACE_OVERSAMPLE = 8
 #: Multiplications by the Gram matrix in the subspace iteration.
 SUBSPACE_ITERS = 3
 
-_SKETCHES = {}
+_SKETCHES: dict[tuple[int, int, torch.dtype, str], torch.Tensor] = {}
 
 
-def _sketch(n, p, dtype, device):
+def _sketch(n: int, p: int, dtype: torch.dtype, device: torch.device | str) -> Tensor:
     """A fixed Gaussian ``(n, p)`` test matrix (seed 0), cached per shape: the
     subspace iteration is deterministic and draws nothing from the caller's generator."""
     key = (n, p, dtype, str(device))
@@ -216,7 +227,7 @@ def _sketch(n, p, dtype, device):
     return out
 
 
-def top_eig_from_gram(gram, k, n_lead=0):
+def top_eig_from_gram(gram: Tensor, k: int, n_lead: int = 0) -> tuple[Tensor, Tensor]:
     """Top-``k`` eigenpairs of ``W W^T`` from the Gram matrix ``W^T W``.
 
     If ``W^T W = V diag(lam) V^T``, the non-zero eigenpairs of ``W W^T`` are
@@ -269,7 +280,7 @@ def top_eig_from_gram(gram, k, n_lead=0):
     return lam, Q @ Z
 
 
-def sym_eig(M):
+def sym_eig(M: Tensor) -> tuple[Tensor, Tensor]:
     """Eigen-decomposition of a symmetric PSD factor; eigenvalues clamped at 0."""
     lam, Q = torch.linalg.eigh(0.5 * (M + M.T))
     return lam.clamp_min(0.0), Q

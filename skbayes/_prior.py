@@ -113,7 +113,7 @@ class WeightPrior:
         a0, b0 = self.hyperprior
         lo, hi = PRECISION_RANGE
         second = mean * mean + variance
-        new = []
+        new: list[float] = []
         for g in self.groups:
             num = g.numel() + 2.0 * (a0 - 1.0)
             den = float(second[g].sum()) + 2.0 * b0
