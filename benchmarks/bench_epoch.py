@@ -29,15 +29,7 @@ from sklearn.preprocessing import StandardScaler
 
 import skbayes
 
-METHODS = {
-    "slang": skbayes.SLANGClassifier,
-    "vogn": skbayes.VOGNClassifier,
-    "vadam": skbayes.VadamClassifier,
-    "bbb": skbayes.BBBClassifier,
-    "mcdropout": skbayes.MCDropoutClassifier,
-    "kfac": skbayes.NoisyKFACClassifier,
-    "ekfac": skbayes.NoisyEKFACClassifier,
-}
+METHODS = {e.method: e.estimator for e in skbayes.all_estimators(task="classifier", network=True)}
 EPOCHS = 12
 
 

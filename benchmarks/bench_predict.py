@@ -26,14 +26,12 @@ from _harness import library_version
 
 import skbayes
 
+#: method -> (classifier, regressor), from the package's registry of estimators.
 METHODS = {
-    "slang": (skbayes.SLANGClassifier, skbayes.SLANGRegressor),
-    "vogn": (skbayes.VOGNClassifier, skbayes.VOGNRegressor),
-    "vadam": (skbayes.VadamClassifier, skbayes.VadamRegressor),
-    "bbb": (skbayes.BBBClassifier, skbayes.BBBRegressor),
-    "dropout": (skbayes.MCDropoutClassifier, skbayes.MCDropoutRegressor),
-    "kfac": (skbayes.NoisyKFACClassifier, skbayes.NoisyKFACRegressor),
-    "ekfac": (skbayes.NoisyEKFACClassifier, skbayes.NoisyEKFACRegressor),
+    e.method: (e.estimator, r.estimator)
+    for e in skbayes.all_estimators(task="classifier", network=True)
+    for r in skbayes.all_estimators(task="regressor", network=True)
+    if r.method == e.method
 }
 
 

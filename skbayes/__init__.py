@@ -2,6 +2,7 @@
 natural-gradient variational inference on PyTorch, with the baselines the
 papers compare against (Vadam/Vprop, Bayes by Backprop, MC dropout)."""
 
+from ._registry import EstimatorInfo, all_estimators
 from .bbb import BBBClassifier, BBBRegressor
 from .dropout import MCDropoutClassifier, MCDropoutRegressor
 from .kfac import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
@@ -34,5 +35,7 @@ __all__ = [
     "SoftplusGaussian",
     "KroneckerGaussian",
     "DropoutPosterior",
+    "all_estimators",
+    "EstimatorInfo",
     "__version__",
 ]

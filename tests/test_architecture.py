@@ -4,8 +4,11 @@ import ast
 import pathlib
 import re
 
+from skbayes import all_estimators
+
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "skbayes"
-PUBLIC_ESTIMATORS = {"slang", "vogn", "vadam", "bbb", "dropout", "kfac"}
+#: The public estimator modules (skbayes/slang.py, ...), from the registry.
+PUBLIC_ESTIMATORS = {e.estimator.__module__.rsplit(".", 1)[1] for e in all_estimators(network=True)}
 METHOD_NAMES = re.compile(r"\b(beta|damping|rank|slang|kfac|ekfac|vadam|vprop|vogn|bbb|dropout)\b", re.IGNORECASE)
 
 

@@ -57,7 +57,7 @@ from torch import nn
 
 import skbayes
 
-ESTIMATORS = [getattr(skbayes, n) for n in skbayes.__all__ if n.endswith(("Regressor", "Classifier", "Regression"))]
+ESTIMATORS = [e.estimator for e in skbayes.all_estimators()]
 IDS = [Est.__name__ for Est in ESTIMATORS]
 
 #: Tiny networks and short fits: every example must take milliseconds.

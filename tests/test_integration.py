@@ -18,41 +18,18 @@ from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 from skbayes import (
-    BBBClassifier,
     BBBRegressor,
-    MCDropoutClassifier,
-    MCDropoutRegressor,
-    NoisyEKFACClassifier,
-    NoisyEKFACRegressor,
-    NoisyKFACClassifier,
     NoisyKFACRegressor,
     SLANGClassifier,
     SLANGRegressor,
     VadamClassifier,
     VadamRegressor,
-    VOGNClassifier,
-    VOGNRegressor,
+    all_estimators,
 )
 
 FAST = dict(hidden_layer_sizes=(8,), max_iter=30, batch_size=32, predict_samples=20, random_state=0)
-REGRESSORS = [
-    SLANGRegressor,
-    NoisyKFACRegressor,
-    NoisyEKFACRegressor,
-    VOGNRegressor,
-    VadamRegressor,
-    BBBRegressor,
-    MCDropoutRegressor,
-]
-CLASSIFIERS = [
-    SLANGClassifier,
-    NoisyKFACClassifier,
-    NoisyEKFACClassifier,
-    VOGNClassifier,
-    VadamClassifier,
-    BBBClassifier,
-    MCDropoutClassifier,
-]
+REGRESSORS = [e.estimator for e in all_estimators(task="regressor", network=True)]
+CLASSIFIERS = [e.estimator for e in all_estimators(task="classifier", network=True)]
 
 
 pytestmark = pytest.mark.usefixtures("quiet")  # short fits on purpose: no ConvergenceWarning noise
