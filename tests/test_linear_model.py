@@ -287,14 +287,6 @@ def test_interpolating_regime_stops_at_bracket_end():
     assert_allclose(est.predict(X), y, atol=1e-6)  # essentially interpolates
 
 
-def test_docstring_example():
-    import doctest
-
-    import skbayes.linear_model as mod
-
-    assert doctest.testmod(mod, raise_on_error=False).failed == 0
-
-
 def test_tall_dual_route_equals_primal():
     X, y, var = _data(300, 7, seed=41)
     r = 1.0 / var
