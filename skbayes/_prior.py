@@ -25,8 +25,13 @@ the epoch's steps; the families read the current ``lam`` through
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
 import torch
+
+if TYPE_CHECKING:
+    from ._networks import ParamLayout
 
 #: Default hyperprior on each group's precision: Gamma(shape, rate), one pseudo-weight of unit variance.
 HYPERPRIOR = (1.5, 0.5)
@@ -37,7 +42,7 @@ PRECISION_RANGE = (1e-6, 1e8)
 AUTO_START = 1.0
 
 
-def tensor_groups(layout) -> list[tuple[str, torch.Tensor]]:
+def tensor_groups(layout: ParamLayout) -> list[tuple[str, torch.Tensor]]:
     """``(name, flat indices)`` of every parameter tensor of a :class:`~skbayes._networks.ParamLayout`."""
     out = []
     for name, shape, off in zip(layout.names, layout.shapes, layout.offsets):
@@ -64,7 +69,15 @@ class WeightPrior:
     dtype, device : torch dtype and device of :meth:`vector`.
     """
 
-    def __init__(self, groups, n_params, precision, hyperprior=HYPERPRIOR, dtype=torch.float64, device="cpu"):
+    def __init__(
+        self,
+        groups: list[tuple[str, torch.Tensor]],
+        n_params: int,
+        precision: float | str,
+        hyperprior: tuple[float, float] = HYPERPRIOR,
+        dtype: torch.dtype = torch.float64,
+        device: torch.device | str = "cpu",
+    ) -> None:
         self.learn = isinstance(precision, str)
         start = AUTO_START if self.learn else float(precision)
         self.names = [name for name, _ in groups]
@@ -73,7 +86,7 @@ class WeightPrior:
         self.hyperprior = tuple(float(v) for v in hyperprior)
         self.n_params = int(n_params)
         self.dtype, self.device = dtype, device
-        self._vector = None
+        self._vector: torch.Tensor | None = None
 
     # --- views -------------------------------------------------------------------------
     @property
@@ -94,7 +107,7 @@ class WeightPrior:
             self._vector = v
         return self._vector
 
-    def value(self):
+    def value(self) -> float | torch.Tensor:
         """The fixed precision (a float), or the ``(D,)`` vector of a learned one."""
         return self.scalar() if self.is_scalar else self.vector()
 
@@ -123,14 +136,14 @@ class WeightPrior:
         self._vector = None
 
     # --- snapshots -----------------------------------------------------------------------
-    def get_state(self):
+    def get_state(self) -> list[float]:
         return list(self.values)
 
-    def set_state(self, state) -> None:
+    def set_state(self, state: Iterable[float]) -> None:
         self.values = list(state)
         self._vector = None
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         d = dict(self.__dict__)
         d["_vector"] = None
         return d

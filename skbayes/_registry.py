@@ -56,7 +56,9 @@ class EstimatorInfo:
         return self.estimator.__name__
 
 
-def _pair(reg: type[BaseEstimator], clf: type[BaseEstimator], method: str, docs: str, gaussian: bool = True):
+def _pair(
+    reg: type[BaseEstimator], clf: type[BaseEstimator], method: str, docs: str, gaussian: bool = True
+) -> tuple[EstimatorInfo, EstimatorInfo]:
     return (
         EstimatorInfo(reg, method, "regressor", True, gaussian, docs),
         EstimatorInfo(clf, method, "classifier", True, gaussian, docs),

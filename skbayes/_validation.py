@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -41,12 +41,13 @@ class Interval(Constraint):
     def __init__(self, kind: type, low: float | None, high: float | None, closed: str = "both"):
         self.kind, self.low, self.high, self.closed = kind, low, high, closed
 
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         kind = numbers.Integral if self.kind is numbers.Integral else numbers.Real
         if isinstance(value, (bool, np.bool_)) or not isinstance(value, kind):
             return False
         if not math.isfinite(value):
             return False
+        value = float(value)  # a finite real (an int compares the same as a float here)
         lo_closed = self.closed in ("left", "both")
         hi_closed = self.closed in ("right", "both")
         if self.low is not None and not (value > self.low or (lo_closed and value == self.low)):
@@ -55,7 +56,7 @@ class Interval(Constraint):
             return False
         return True
 
-    def __str__(self):
+    def __str__(self) -> str:
         what = "an int" if self.kind is numbers.Integral else "a finite number"
         lo_closed = self.closed in ("left", "both")
         hi_closed = self.closed in ("right", "both")
@@ -71,32 +72,32 @@ class Interval(Constraint):
 class Options(Constraint):
     """One of a fixed set of values (strings, usually)."""
 
-    def __init__(self, options: Iterable):
+    def __init__(self, options: Iterable[Any]):
         self.options = tuple(options)
 
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         try:
             return any(value == o and type(value) is type(o) for o in self.options)
         except Exception:  # e.g. an array compared to a string
             return False
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "one of " + ", ".join(repr(o) for o in self.options)
 
 
 class _NoneConstraint(Constraint):
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         return value is None
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "None"
 
 
 class _Boolean(Constraint):
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         return isinstance(value, (bool, np.bool_))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "a bool"
 
 
@@ -104,30 +105,34 @@ class _InstanceOf(Constraint):
     def __init__(self, kind: type, name: str):
         self.kind, self.name = kind, name
 
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         return isinstance(value, self.kind)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.name
 
 
 class _Callable(Constraint):
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         return callable(value)
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "a callable"
 
 
 class _RandomState(Constraint):
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         return (
             value is None
             or isinstance(value, np.random.RandomState)
-            or (isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)) and 0 <= value < 2**32)
+            or (
+                isinstance(value, numbers.Integral)
+                and not isinstance(value, (bool, np.bool_))
+                and 0 <= int(value) < 2**32
+            )
         )
 
-    def __str__(self):
+    def __str__(self) -> str:
         return "an int in [0, 2**32 - 1], a numpy RandomState or None"
 
 
@@ -137,13 +142,13 @@ class Check(Constraint):
     def __init__(self, predicate: Callable[[Any], bool], description: str):
         self.predicate, self.description = predicate, description
 
-    def is_satisfied_by(self, value):
+    def is_satisfied_by(self, value: Any) -> bool:
         try:
             return bool(self.predicate(value))
         except Exception:
             return False
 
-    def __str__(self):
+    def __str__(self) -> str:
         return self.description
 
 
@@ -158,15 +163,15 @@ def instance_of(kind: type, name: str) -> Constraint:
     return _InstanceOf(kind, name)
 
 
-def merged_constraints(*tables: Mapping[str, list]) -> dict[str, list]:
+def merged_constraints(*tables: Mapping[str, Sequence[Constraint]]) -> dict[str, list[Constraint]]:
     """Later tables override earlier ones, name by name."""
-    out: dict[str, list] = {}
+    out: dict[str, list[Constraint]] = {}
     for t in tables:
-        out.update(t)
+        out.update({k: list(v) for k, v in t.items()})
     return out
 
 
-def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, list]) -> None:
+def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[str, Sequence[Constraint]]) -> None:
     """Raise :class:`InvalidParameterError` naming the first invalid parameter.
 
     Parameters
