@@ -3,14 +3,41 @@
 them (noisy K-FAC, noisy EK-FAC). Layer geometry lives in :mod:`skbayes._networks`.
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
 import torch
+from torch import Tensor
 from torch.func import functional_call
 
 from .._likelihoods import nll_grad
 from ..exceptions import UnsupportedLayerError
 
+if TYPE_CHECKING:
+    from torch import nn
 
-def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generator=None, weights=None, spec=None):
+    from .._networks import DenseSpec, KronLayer, ParamLayout
+
+#: Per layer: the inputs ``A`` (m, T, n) and the output gradients at the observed and at the
+#: sampled labels, ``Dtrue`` and ``Dfisher`` (m, T, p).
+KronRows = list[tuple[Tensor, Tensor, Tensor]]
+
+
+def kron_batch(
+    module: nn.Module,
+    layout: ParamLayout,
+    layers: Sequence[KronLayer],
+    theta: Tensor,
+    X: Tensor,
+    y: Tensor,
+    lik: Any,
+    fisher: str = "true",
+    generator: torch.Generator | None = None,
+    weights: Tensor | None = None,
+    spec: DenseSpec | None = None,
+) -> tuple[KronRows, Tensor, Tensor]:
     """Per-layer inputs and output gradients at weight samples ``theta`` (S, D).
 
     Returns
@@ -35,10 +62,11 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
     """
     if spec is not None and _dense_match(spec, layers):
         return _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights)
-    per_layer = [[] for _ in layers]
-    nlls, fs = [], []
+    per_layer: list[list[tuple[Tensor, Tensor, Tensor]]] = [[] for _ in layers]
+    nlls: list[Tensor] = []
+    fs: list[Tensor] = []
     for s in range(theta.shape[0]):
-        captured = []
+        captured: list[tuple[int, Tensor, Tensor]] = []
         hooks = [
             l.module.register_forward_hook(
                 lambda mod, inp, out, k=k, captured=captured: captured.append((k, inp[0].detach(), out))
@@ -66,11 +94,16 @@ def kron_batch(module, layout, layers, theta, X, y, lik, fisher="true", generato
             per_layer[k].append((l.patches(inp), Dt, Df))
         nlls.append(nll.detach())
         fs.append(f.detach())
-    rows = [tuple(torch.cat(parts, 0) for parts in zip(*chunks)) for chunks in per_layer]
+    rows: KronRows = []
+    for chunks in per_layer:
+        A, Dt, Df = (torch.cat(parts, 0) for parts in zip(*chunks))
+        rows.append((A, Dt, Df))
     return rows, torch.stack(nlls), torch.stack(fs)
 
 
-def _output_grads(lik, f, y, fisher, generator):
+def _output_grads(
+    lik: Any, f: Tensor, y: Tensor, fisher: str, generator: torch.Generator | None
+) -> tuple[Tensor, Tensor, Tensor]:
     """The per-example negative log-likelihood at outputs ``f`` and the gradients of its sum
     with respect to ``f``: at the observed labels, and at labels drawn from the model
     (``fisher="true"``; the same tensor twice for the empirical Fisher). Both paths of
@@ -81,14 +114,24 @@ def _output_grads(lik, f, y, fisher, generator):
     return nll, g_true, nll_grad(lik, f, lik.sample(f, generator))[1]
 
 
-def _dense_match(spec, layers):
+def _dense_match(spec: DenseSpec, layers: Sequence[KronLayer]) -> bool:
     """True when ``layers`` are exactly the ``Linear`` layers of ``spec``, in order."""
     return len(layers) == len(spec.linears) and all(
         not l.is_conv and (l.w_off, l.p, l.n_in, l.b_off) == info for l, info in zip(layers, spec.linears)
     )
 
 
-def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights):
+def _dense_kron_batch(
+    spec: DenseSpec,
+    layers: Sequence[KronLayer],
+    theta: Tensor,
+    X: Tensor,
+    y: Tensor,
+    lik: Any,
+    fisher: str,
+    generator: torch.Generator | None,
+    weights: Tensor | None,
+) -> tuple[KronRows, Tensor, Tensor]:
     """:func:`kron_batch` for a dense network: every weight sample in one batched pass."""
     S, M = theta.shape[0], X.shape[0]
     f, tape = spec.forward_tape(theta, X)  # no autograd: the backward pass is written out
@@ -110,7 +153,12 @@ def _dense_kron_batch(spec, layers, theta, X, y, lik, fisher, generator, weights
     return rows, nll, f
 
 
-def layer_stats(A, Dg, weights=None, decay=None):
+def layer_stats(
+    A: Tensor,
+    Dg: Tensor,
+    weights: Tensor | None = None,
+    decay: tuple[float, tuple[Tensor, Tensor]] | None = None,
+) -> tuple[Tensor, Tensor]:
     """KFC factors of one minibatch: ``(E_i[sum_t a a^T], E_i[(1/T) sum_t d d^T])``.
 
     ``weights`` (m,), sample weights of the rows (mean one over the training set): the
@@ -137,7 +185,7 @@ def layer_stats(A, Dg, weights=None, decay=None):
     return Af.T @ Aw / m, Df.T @ Df / (m * T)
 
 
-def layer_grad(A, Dg, out=None, beta=0.0, alpha=1.0):
+def layer_grad(A: Tensor, Dg: Tensor, out: Tensor | None = None, beta: float = 0.0, alpha: float = 1.0) -> Tensor:
     """Mean over examples of the per-example weight gradients ``sum_t a_t d_t^T`` (n, p).
 
     With ``out`` (n, p): ``beta * out + alpha * mean`` in one GEMM (``out`` is not modified).
@@ -148,7 +196,7 @@ def layer_grad(A, Dg, out=None, beta=0.0, alpha=1.0):
     return torch.addmm(out, A.reshape(m * T, n).T, Dg.reshape(m * T, -1), beta=beta, alpha=alpha / m)
 
 
-def projected_second_moment(A, Dg, QA, QS):
+def projected_second_moment(A: Tensor, Dg: Tensor, QA: Tensor, QS: Tensor) -> Tensor:
     """``E_i[(Q_A^T G_i Q_S)^2]`` of the per-example gradients ``G_i = sum_t a_t d_t^T``.
 
     For a dense layer (``T = 1``) ``Q_A^T G_i Q_S`` is the outer product

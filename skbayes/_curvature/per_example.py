@@ -25,10 +25,39 @@ layer inputs ``A`` and output gradients ``Delta``
 (``G G^T = sum_l (A_l A_l^T + 1) * (Delta_l Delta_l^T)`` and so on).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Protocol
+
 import torch
+from torch import Tensor
 from torch.func import functional_call, grad_and_value, vmap
 
 from .._likelihoods import nll_grad
+
+if TYPE_CHECKING:
+    from torch import nn
+
+    from .._networks import DenseSpec, NetworkForward, ParamLayout
+
+#: One dense layer of a :class:`DenseCurvature`: inputs ``A`` (n, in), output gradients
+#: ``Delta`` (n, out), the weight's offset in the flat vector, out, in, the bias's offset or None.
+DenseLayerBatch = tuple[Tensor, Tensor, int, int, int, int | None]
+
+
+class CurvatureBatch(Protocol):
+    """What the posterior updates read of a batch of per-example gradients (module docstring)."""
+
+    n: int
+    D: int
+
+    def grad_sum(self) -> Tensor: ...
+    def sq_sum(self) -> Tensor: ...
+    def gram(self) -> Tensor: ...
+    def project(self, U: Tensor) -> Tensor: ...
+    def combine(self, V: Tensor) -> Tensor: ...
+    def combine_into_(self, V: Tensor, out: Tensor, beta: float = 1.0) -> Tensor: ...
+    def dense(self) -> Tensor: ...
 
 
 class GenericCurvature:
@@ -38,32 +67,32 @@ class GenericCurvature:
     applied once more by :meth:`grad_sum`; None without weights.
     """
 
-    def __init__(self, G, row_scale=None):
+    def __init__(self, G: Tensor, row_scale: Tensor | None = None) -> None:
         self.G = G
         self.n, self.D = G.shape
         self.row_scale = row_scale
 
-    def grad_sum(self):
+    def grad_sum(self) -> Tensor:
         if self.row_scale is not None:
             return (self.G * self.row_scale[:, None]).sum(0)
         return self.G.sum(0)
 
-    def sq_sum(self):
+    def sq_sum(self) -> Tensor:
         return (self.G * self.G).sum(0)
 
-    def gram(self):
+    def gram(self) -> Tensor:
         return self.G @ self.G.T
 
-    def project(self, U):
+    def project(self, U: Tensor) -> Tensor:
         return self.G @ U
 
-    def combine(self, V):
+    def combine(self, V: Tensor) -> Tensor:
         return self.G.T @ V
 
-    def combine_into_(self, V, out, beta=1.0):
+    def combine_into_(self, V: Tensor, out: Tensor, beta: float = 1.0) -> Tensor:
         return out.addmm_(V.T, self.G, beta=beta)
 
-    def dense(self):
+    def dense(self) -> Tensor:
         return self.G
 
 
@@ -84,7 +113,7 @@ class DenseCurvature:
         applied once more by :meth:`grad_sum`.
     """
 
-    def __init__(self, layers, D, row_scale=None):
+    def __init__(self, layers: list[DenseLayerBatch], D: int, row_scale: Tensor | None = None) -> None:
         self.layers = layers
         self.D = D
         self.row_scale = row_scale
@@ -92,10 +121,10 @@ class DenseCurvature:
         ref = layers[0][0]
         self._dtype, self._device = ref.dtype, ref.device
 
-    def _zeros(self, *shape):
+    def _zeros(self, *shape: int) -> Tensor:
         return torch.zeros(*shape, dtype=self._dtype, device=self._device)
 
-    def grad_sum(self):
+    def grad_sum(self) -> Tensor:
         out = self._zeros(self.D)
         for A, Dl, w_off, o, i, b_off in self.layers:
             if self.row_scale is not None:
@@ -105,7 +134,7 @@ class DenseCurvature:
                 out[b_off : b_off + o] = Dl.sum(0)
         return out
 
-    def sq_sum(self):
+    def sq_sum(self) -> Tensor:
         out = self._zeros(self.D)
         for A, Dl, w_off, o, i, b_off in self.layers:
             D2 = Dl * Dl
@@ -114,7 +143,7 @@ class DenseCurvature:
                 out[b_off : b_off + o] = D2.sum(0)
         return out
 
-    def gram(self):
+    def gram(self) -> Tensor:
         K = self._zeros(self.n, self.n)
         for A, Dl, _w_off, _o, _i, b_off in self.layers:
             AA = A @ A.T
@@ -123,7 +152,7 @@ class DenseCurvature:
             K += AA * (Dl @ Dl.T)
         return K
 
-    def project(self, U):
+    def project(self, U: Tensor) -> Tensor:
         # U is (D, L); its transpose is contiguous when U comes from a posterior
         # (factors are stored as (L, D) so each layer block is an (L, out, in) view).
         Ut = U.T
@@ -138,12 +167,12 @@ class DenseCurvature:
                 out.addmm_(Ut[:, b_off : b_off + o], DlT)
         return out.T
 
-    def combine(self, V):
+    def combine(self, V: Tensor) -> Tensor:
         # Returns a (D, k) view of a contiguous (k, D) tensor (see project).
         out = torch.empty(V.shape[1], self.D, dtype=self._dtype, device=self._device)
         return self.combine_into_(V, out, beta=0.0).T
 
-    def combine_into_(self, V, out, beta=1.0):
+    def combine_into_(self, V: Tensor, out: Tensor, beta: float = 1.0) -> Tensor:
         """``out <- beta * out + (G^T V)^T`` in place, for ``out`` a contiguous ``(k, D)`` tensor.
 
         Each layer block of ``out`` is a strided ``(k, out, in)`` view that one
@@ -160,7 +189,7 @@ class DenseCurvature:
                 out[:, b_off : b_off + o].addmm_(Vt, Dl, beta=beta)
         return out
 
-    def dense(self):
+    def dense(self) -> Tensor:
         G = self._zeros(self.n, self.D)
         for A, Dl, w_off, o, i, b_off in self.layers:
             G[:, w_off : w_off + o * i] = (Dl[:, :, None] * A[:, None, :]).reshape(self.n, o * i)
@@ -169,7 +198,9 @@ class DenseCurvature:
         return G
 
 
-def dense_curvature(spec, theta, X, y, lik, weights=None):
+def dense_curvature(
+    spec: DenseSpec, theta: Tensor, X: Tensor, y: Tensor, lik: Any, weights: Tensor | None = None
+) -> tuple[DenseCurvature, Tensor, Tensor]:
     """Per-example curvature of a :class:`~skbayes._networks.DenseSpec` network.
 
     Parameters
@@ -205,17 +236,19 @@ def dense_curvature(spec, theta, X, y, lik, weights=None):
     return DenseCurvature(layers, theta.shape[1], row_scale), nll, f
 
 
-def generic_curvature(module, layout, theta, X, y, lik, weights=None):
+def generic_curvature(
+    module: nn.Module, layout: ParamLayout, theta: Tensor, X: Tensor, y: Tensor, lik: Any, weights: Tensor | None = None
+) -> tuple[GenericCurvature, Tensor, Tensor]:
     """Per-example gradients of any module by ``torch.func.vmap(grad)``.
 
     Same contract as :func:`dense_curvature`; materialises ``G`` (S*M, D).
     """
 
-    def loss_one(params, x, yi):
+    def loss_one(params: dict[str, Tensor], x: Tensor, yi: Tensor) -> Tensor:
         out = functional_call(module, params, (x[None],))
         return lik.nll(out, yi[None])[0]
 
-    def weighted_loss_one(params, x, yi, swi):
+    def weighted_loss_one(params: dict[str, Tensor], x: Tensor, yi: Tensor, swi: Tensor) -> tuple[Tensor, Tensor]:
         nll = loss_one(params, x, yi)
         return nll * swi, nll
 
@@ -239,7 +272,9 @@ def generic_curvature(module, layout, theta, X, y, lik, weights=None):
     return GenericCurvature(G, row_scale), torch.stack(nlls).detach(), torch.stack(fs).detach()
 
 
-def per_example_curvature(forward, theta, X, y, lik, weights=None):
+def per_example_curvature(
+    forward: NetworkForward, theta: Tensor, X: Tensor, y: Tensor, lik: Any, weights: Tensor | None = None
+) -> tuple[CurvatureBatch, Tensor, Tensor]:
     """Per-example curvature at weight samples ``theta`` (S, D) through ``forward``
     (a :class:`~skbayes._networks.NetworkForward`): the dense-layer path when the
     network has one, else ``torch.func.vmap(grad)``. Same contract as :func:`dense_curvature`.
