@@ -14,7 +14,6 @@ Such blocks are reported as skipped with their reason (``pytest -rs``); a marker
 reason is an error. Other fenced blocks (``bash``, ``text``, untagged) are not run.
 """
 
-import os
 import re
 import warnings
 from pathlib import Path
