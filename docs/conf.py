@@ -110,7 +110,7 @@ html_theme_options = {
     "footer_end": ["sphinx-version"],
 }
 # Pages without sub-pages get no (empty) section navigation.
-html_sidebars = {page: [] for page in ("index", "installation", "benchmarks", "architecture")}
+html_sidebars = {page: [] for page in ("index", "installation", "benchmarks", "changelog", "architecture")}
 
 
 # -- Checks and hooks -----------------------------------------------------------------------
