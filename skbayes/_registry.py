@@ -95,7 +95,7 @@ def all_estimators(
     Returns
     -------
     entries : list of EstimatorInfo
-        In the order of :data:`ESTIMATORS`.
+        In the order of the README's table of estimators.
 
     Examples
     --------
