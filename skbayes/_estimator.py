@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     RandomStateLike = int | np.random.RandomState | None
 
-from . import _loop
+from . import _loop, _persist
 from ._families.base import PosteriorFamily, kl_annealing_scale
 from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
@@ -150,6 +150,17 @@ class BayesianNetwork(BaseEstimator):
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
     }
+
+    # --- persistence: tensors and modules as numpy arrays (pickle and skops.io) ---------
+    def __getstate__(self):
+        return _persist.encode_state(self, super().__getstate__(), self.get_params(deep=False))
+
+    def __setstate__(self, state):
+        state = dict(state)
+        portable = state.pop("_skbayes_state", None)
+        super().__setstate__(state)
+        if portable is not None:
+            _persist.decode_state(self, {"_skbayes_state": portable})
 
     # --- validation ---------------------------------------------------------------
     @classmethod
