@@ -537,7 +537,8 @@ class BayesianNetwork(BaseEstimator):
         -------
         outputs : ndarray of shape (n_samples, n_rows, n_outputs)
             Regressors: the network's mean function in the units of ``y``
-            (``n_outputs = 1``, without observation noise). Classifiers: the
+            (``n_outputs`` = 1, or the number of targets of a 2-D ``y``; without
+            observation noise). Classifiers: the
             logits (one column for two classes, the log-odds of ``classes_[1]``).
         """
         if n_samples is not None:
@@ -670,8 +671,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs.
-        y : array-like of shape (n_samples,)
-            Real-valued targets.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Real-valued targets. A 2-D ``y`` gives the network one output per
+            target, each standardised on its own with its own noise precision.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weight of each row's log-likelihood term: the ELBO's data
             term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
@@ -699,8 +701,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs.
-        y : array-like of shape (n_samples,)
-            Real-valued targets.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Real-valued targets. A 2-D ``y`` gives the network one output per
+            target, each standardised on its own with its own noise precision.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weight of each row's log-likelihood term: the ELBO's data
             term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
@@ -746,9 +749,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
         Returns
         -------
-        y_mean : ndarray of shape (n_samples,)
-            Predictive mean.
-        y_std : ndarray of shape (n_samples,)
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean (the shape of ``y`` at fit time).
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
             Predictive standard deviation (only if ``return_std`` is True).
         """
         mean, var = self._moments(X)
@@ -778,7 +781,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
         Returns
         -------
-        y_std : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
             ``predict(X, return_std=True)[1]``.
         """
         return self.predict(X, return_std=True)[1]
@@ -790,13 +793,17 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         samples with the learned noise, ``(1/S) sum_s N(y | f_s(x), noise_std_^2)``,
         as the papers evaluate it (a log-mean-exp per point, averaged over points;
         in the units of ``y``, so the number compares with published tables).
+        After a fit on a 2-D ``y`` the density of a row is that of all its targets
+        together (conditionally independent given the weights:
+        ``(1/S) sum_s prod_j N(y_j | f_sj(x), noise_std_[j]^2)``), so the result is
+        summed over the targets, not averaged.
 
         Parameters
         ----------
         X : array-like of shape (n_rows, n_features)
             Inputs.
-        y : array-like of shape (n_rows,)
-            Observed targets.
+        y : array-like of shape (n_rows,) or (n_rows, n_targets)
+            Observed targets (the shape of ``y`` at fit time).
         n_samples : int, default=None
             Weight samples ``S``; None uses ``predict_samples``.
 
@@ -835,8 +842,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
         Returns
         -------
-        y_samples : ndarray of shape (n_samples_X, n_samples)
-            Draws, one column per sample.
+        y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
+            Draws, one column per sample (the second shape after a fit on a 2-D ``y``,
+            as ``GaussianProcessRegressor.sample_y``).
         """
         rng = check_random_state(random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
