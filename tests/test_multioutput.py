@@ -252,3 +252,13 @@ def test_iblm_start_has_a_noise_level_per_target():
     est = skbayes.SLANGRegressor(hidden_layer_sizes=(8,), max_iter=0, random_state=0).fit(X, Y)
     ratio = est.noise_std_[1] / est.noise_std_[0]
     assert 10 < ratio < 20, est.noise_std_
+
+
+def test_network_fixed_noise_precision_applies_to_every_target():
+    X, Y, Xv, _ = _independent_targets()
+    est = skbayes.SLANGRegressor(hidden_layer_sizes=(4,), noise_precision=2.0, max_iter=2, random_state=0)
+    est.fit(X, Y)
+    np.testing.assert_allclose(est.noise_precision_, [2.0, 2.0], rtol=1e-12)
+    np.testing.assert_allclose(est.noise_std_, [2.0**-0.5] * 2, rtol=1e-12)
+    _, std = est.predict(Xv, return_std=True)
+    assert (std >= 2.0**-0.5 * (1 - 1e-12)).all()  # the noise is part of every target's std

@@ -145,3 +145,15 @@ def test_state_refuses_classes_outside_skbayes():
         pickle.loads(pickle.dumps(est)).__setstate__(state)
     with pytest.raises(ValueError, match="not an skbayes class"):
         _persist._skbayes_class("subprocess:Popen")
+
+
+@pytest.mark.parametrize("Est", [skbayes.NoisyKFACRegressor, skbayes.BayesianLinearRegression])
+def test_multi_output_regressor_round_trips(Est):
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    Y = np.column_stack([X[:, 0], 5.0 * X[:, 1] + rng.randn(40)])
+    params = {} if Est is skbayes.BayesianLinearRegression else {"max_iter": 2, "random_state": 0}
+    est = Est(**params).fit(X, Y)
+    loaded = sio.loads(sio.dumps(est), trusted=[_qualname(Est)])
+    _assert_identical(_predictions(est, X), _predictions(loaded, X))
+    assert loaded.predict(X).shape == (40, 2)
