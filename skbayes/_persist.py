@@ -105,7 +105,8 @@ class _Encoder:
         if cls.__module__.split(".")[0] == "skbayes":
             i = self._new_id(obj)
             state = obj.__getstate__() if hasattr(cls, "__getstate__") else obj.__dict__
-            return {"__object__": i, "class": f"{cls.__module__}:{cls.__qualname__}", "state": self(dict(state))}
+            state = {} if state is None else dict(state)  # None: an object without attributes
+            return {"__object__": i, "class": f"{cls.__module__}:{cls.__qualname__}", "state": self(state)}
         raise TypeError(f"skbayes cannot persist an object of type {cls.__module__}.{cls.__qualname__}")
 
 
