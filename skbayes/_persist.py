@@ -17,8 +17,9 @@ both store; :func:`decode_state` rebuilds it:
 
 The network itself is stored as its ``state_dict`` (numpy arrays) with how to rebuild it:
 the MLP of ``hidden_layer_sizes`` / ``activation`` (read off the fitted network, so a
-``set_params`` after the fit does not matter), or the estimator's ``module`` parameter
-(a callable is called again, a module instance deep-copied).
+``set_params`` after the fit does not matter; any network that is exactly such an MLP),
+or else the estimator's ``module`` parameter (a callable is called again, a module
+instance deep-copied).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ for _name, _cls in ACTIVATIONS.items():
 def _mlp_architecture(net, n_in):
     """``(hidden_layer_sizes, activation, n_out)`` when ``net`` is exactly what
     :func:`~skbayes._networks.build_mlp` builds, else None."""
-    if not isinstance(net, nn.Sequential) or len(net) % 2 != 1:
+    if type(net) is not nn.Sequential or len(net) % 2 != 1:
         return None
     hidden, activation, prev = [], None, n_in
     for i, child in enumerate(net):
@@ -188,7 +189,7 @@ def encode_state(est, state, params):
     network = None
     if net is not None:
         n_in = int(state["n_features_in_"])
-        arch = _mlp_architecture(net, n_in) if state.get("module") is None else None
+        arch = _mlp_architecture(net, n_in)  # also a user module that is exactly such an MLP
         network = {
             "state_dict": {k: v.detach().cpu().numpy().copy(order="K") for k, v in net.state_dict().items()},
             "mlp": None if arch is None else {"hidden": list(arch[0]), "activation": arch[1], "n_out": arch[2]},

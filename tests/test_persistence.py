@@ -97,8 +97,9 @@ def test_unfitted_estimator_round_trips(Est):
 
 
 def make_net(n_in, n_out):
-    """A user network factory (module-level: skops stores it by name)."""
-    return nn.Sequential(nn.Linear(n_in, 5), nn.Tanh(), nn.Linear(5, n_out))
+    """A user network factory (module-level: skops stores it by name). Its first layer has
+    no bias, so it is not an MLP of ``hidden_layer_sizes`` and loading must call it."""
+    return nn.Sequential(nn.Linear(n_in, 5, bias=False), nn.Tanh(), nn.Linear(5, n_out))
 
 
 def test_user_module_callable_is_the_one_extra_untrusted_type():
