@@ -569,7 +569,8 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     **Several targets.** A 2-D ``y`` of shape ``(n_samples, n_targets)`` is
     fitted as ``n_targets`` independent models on the same inputs: the
     results for column ``j`` (``coef_[j]``, ``sigma_[j]``, ``noise_precision_[j]``,
-    ...) are exactly those of a fit on ``y[:, j]`` alone. ``X_offset_`` and
+    ...) are those of a fit on ``y[:, j]`` alone (the same computation; equal to
+    rounding). ``X_offset_`` and
     ``X_scale_`` are shared; ``predict`` returns ``(n_samples, n_targets)`` arrays
     and ``sample_y`` ``(n_samples_X, n_targets, n_samples)``.
 
