@@ -166,8 +166,8 @@ def _sensible(est, X, y, Xp, is_clf):
     out = est.predict(Xp, return_std=True)
     if not all(np.isfinite(o).all() for o in out):
         return None
-    yy = np.ravel(np.asarray(y, float))
     if np.shape(Xp) == np.shape(X) and np.array_equal(np.asarray(Xp, float), np.asarray(X, float)):
+        yy = np.asarray(y, float).reshape(np.shape(out[0]))  # a 2-D y: predictions of its shape
         if yy.std() == 0:
             return np.max(np.abs(out[0] - yy)) <= 3 * np.median(out[1]) + 1e-9
         return np.mean((out[0] - yy) ** 2) <= 1.1 * yy.var()

@@ -262,16 +262,17 @@ ATTRS: dict[str, Entry] = {
 #: Attributes of the regression face.
 REGRESSOR_ATTRS: dict[str, Entry] = {
     "noise_precision_": E(
-        "float",
+        "float or ndarray of shape (n_targets,)",
         """
-        Posterior mean of the noise precision, in the units of ``y``.""",
+        Posterior mean of the noise precision, in the units of ``y`` (one per
+        target after a fit on a 2-D ``y``).""",
     ),
     "noise_std_": E(
-        "float",
+        "float or ndarray of shape (n_targets,)",
         """
         Noise standard deviation used by the predictions, ``sqrt(E_q[1 / tau])``
         in the units of ``y``: ``predict(X, return_std=True)`` returns
-        ``sqrt(Var_q[f(x)] + noise_std_**2)``.""",
+        ``sqrt(Var_q[f(x)] + noise_std_**2)`` (per target after a fit on a 2-D ``y``).""",
     ),
 }
 

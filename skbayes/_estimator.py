@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import torch
 from numpy.typing import ArrayLike
+from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_array, check_consistent_length, check_random_state, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
@@ -29,7 +30,7 @@ if TYPE_CHECKING:
 
     RandomStateLike = int | np.random.RandomState | None
 
-from . import _loop
+from . import _loop, _persist
 from ._families.base import PosteriorFamily, kl_annealing_scale
 from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
@@ -146,6 +147,17 @@ class BayesianNetwork(BaseEstimator):
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
     }
+
+    # --- persistence: tensors and modules as numpy arrays (pickle and skops.io) ---------
+    def __getstate__(self):
+        return _persist.encode_state(self, super().__getstate__(), self.get_params(deep=False))
+
+    def __setstate__(self, state):
+        state = dict(state)
+        portable = state.pop("_skbayes_state", None)
+        super().__setstate__(state)
+        if portable is not None:
+            _persist.decode_state(self, {"_skbayes_state": portable})
 
     # --- validation ---------------------------------------------------------------
     @classmethod
@@ -521,7 +533,8 @@ class BayesianNetwork(BaseEstimator):
         -------
         outputs : ndarray of shape (n_samples, n_rows, n_outputs)
             Regressors: the network's mean function in the units of ``y``
-            (``n_outputs = 1``, without observation noise). Classifiers: the
+            (``n_outputs`` = 1, or the number of targets of a 2-D ``y``; without
+            observation noise). Classifiers: the
             logits (one column for two classes, the log-odds of ``classes_[1]``).
         """
         if n_samples is not None:
@@ -555,15 +568,33 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     }
 
     def _validate_X_y(self, X, y, reset):
-        return validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32], y_numeric=True)
+        return validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32], y_numeric=True, multi_output=True)
 
     def _n_classes(self):
         return None
 
     def _prepare_targets(self, y, first, classes=None, sample_weight=None):
-        if not first:
-            return
         y = np.asarray(y, dtype=np.float64)
+        n_targets = y.shape[1] if y.ndim == 2 else None  # None: a 1-D y
+        if not first:
+            if n_targets != self.__dict__.get("_n_targets"):
+                fitted = self.__dict__.get("_n_targets")
+                raise ValueError(
+                    f"y has shape {y.shape}, but {type(self).__name__} was fitted on "
+                    + ("a 1-D y" if fitted is None else f"a y of {fitted} columns")
+                    + "; a continuing fit needs targets of the same shape."
+                )
+            return
+        self._n_targets = n_targets
+        if n_targets is not None:  # standardise every column on its own
+            if sample_weight is None:
+                self._y_mean = y.mean(0)
+                std = y.std(0)
+            else:
+                self._y_mean = np.average(y, axis=0, weights=sample_weight)
+                std = np.sqrt(np.average((y - self._y_mean) ** 2, axis=0, weights=sample_weight))
+            self._y_std = np.where((std > 0) & np.isfinite(std), std, 1.0)
+            return
         if sample_weight is None:
             self._y_mean = float(y.mean())
             std = float(y.std())
@@ -574,9 +605,12 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
     def _make_likelihood(self):
         tau = self.noise_precision
+        k = self.__dict__.get("_n_targets")
         if tau == "auto":
             a0, b0 = (float(v) for v in self.noise_prior)
-            return Gaussian(GaussianNoise(learn=True, a0=a0, b0=b0))
+            return Gaussian(GaussianNoise(learn=True, a0=a0, b0=b0, n_outputs=k))
+        if k is not None:
+            return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False, n_outputs=k))
         return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False))
 
     def _encode_targets(self, y):
@@ -588,9 +622,22 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     def _finalize(self):
         noise = self._likelihood.noise
         self.noise_precision_ = noise.tau_mean / self._y_std**2
+        if self.__dict__.get("_n_targets") is not None:
+            self.noise_std_ = np.sqrt(noise.noise_variance) * self._y_std
+            return
         self.noise_std_ = math.sqrt(noise.noise_variance) * self._y_std
 
+    def _is_multi(self):
+        return self.__dict__.get("_n_targets") is not None
+
     def _validation_score(self, Xv, yv, wv=None):
+        if self._is_multi():  # the joint density of a row's targets
+            f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
+            y = self._tensor(yv)
+            var = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=f.dtype, device=f.device)
+            logp = (-0.5 * (y[None] - f) ** 2 / var - 0.5 * torch.log(2 * math.pi * var)).sum(-1)
+            lp = torch.logsumexp(logp, 0) - math.log(f.shape[0])
+            return float(lp.mean()) if wv is None else _weighted_mean(lp, wv)
         f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))[..., 0]
         y = self._tensor(yv)
         var = self._likelihood.noise.noise_variance
@@ -604,6 +651,10 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     def _training_fit_vs_constant(self, f, y):
         """Mean squared error of the predictive mean on (standardised) training targets
         against that of their mean; 'worse' beyond twice the constant's."""
+        if self._is_multi():
+            mean = f.double().mean(0).cpu().numpy()
+            mse, const = float(np.mean((mean - y) ** 2)), float(np.mean(np.var(y, axis=0)))
+            return mse > 2.0 * const + 1e-12, mse, const
         mean = f[..., 0].double().mean(0).cpu().numpy()
         mse, const = float(np.mean((mean - y) ** 2)), float(np.var(y))
         return mse > 2.0 * const + 1e-12, mse, const
@@ -616,8 +667,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs.
-        y : array-like of shape (n_samples,)
-            Real-valued targets.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Real-valued targets. A 2-D ``y`` gives the network one output per
+            target, each standardised on its own with its own noise precision.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weight of each row's log-likelihood term: the ELBO's data
             term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
@@ -645,8 +697,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         ----------
         X : array-like of shape (n_samples, n_features)
             Training inputs.
-        y : array-like of shape (n_samples,)
-            Real-valued targets.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Real-valued targets. A 2-D ``y`` gives the network one output per
+            target, each standardised on its own with its own noise precision.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weight of each row's log-likelihood term: the ELBO's data
             term becomes ``sum_i w_i E_q[log p(y_i | x_i, theta)]``, and the
@@ -666,6 +719,10 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return self._fit(X, y, incremental=True, sample_weight=sample_weight)
 
     def _moments(self, X):
+        if self._is_multi():
+            f = self._predict_outputs(X).double()
+            noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=f.dtype, device=f.device)
+            return f.mean(0), f.var(0, unbiased=False) + noise
         f = self._predict_outputs(X)[..., 0].double()  # float64 moments: no overflow of a float32 variance
         mean = f.mean(0)
         var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
@@ -688,12 +745,20 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
         Returns
         -------
-        y_mean : ndarray of shape (n_samples,)
-            Predictive mean.
-        y_std : ndarray of shape (n_samples,)
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Predictive mean (the shape of ``y`` at fit time).
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
             Predictive standard deviation (only if ``return_std`` is True).
         """
         mean, var = self._moments(X)
+        if self._is_multi():
+            y_mean = self._y_mean + self._y_std * mean.cpu().numpy()
+            self._check_finite("predictive means", y_mean)
+            if not return_std:
+                return y_mean
+            y_std = self._y_std * np.sqrt(var.cpu().numpy())
+            self._check_finite("predictive standard deviations", y_std)
+            return y_mean, y_std
         y_mean = (self._y_mean + self._y_std * mean).cpu().numpy().astype(np.float64)
         self._check_finite("predictive means", y_mean)
         if not return_std:
@@ -712,7 +777,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
         Returns
         -------
-        y_std : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
             ``predict(X, return_std=True)[1]``.
         """
         return self.predict(X, return_std=True)[1]
@@ -724,13 +789,17 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         samples with the learned noise, ``(1/S) sum_s N(y | f_s(x), noise_std_^2)``,
         as the papers evaluate it (a log-mean-exp per point, averaged over points;
         in the units of ``y``, so the number compares with published tables).
+        After a fit on a 2-D ``y`` the density of a row is that of all its targets
+        together (conditionally independent given the weights:
+        ``(1/S) sum_s prod_j N(y_j | f_sj(x), noise_std_[j]^2)``), so the result is
+        summed over the targets, not averaged.
 
         Parameters
         ----------
         X : array-like of shape (n_rows, n_features)
             Inputs.
-        y : array-like of shape (n_rows,)
-            Observed targets.
+        y : array-like of shape (n_rows,) or (n_rows, n_targets)
+            Observed targets (the shape of ``y`` at fit time).
         n_samples : int, default=None
             Weight samples ``S``; None uses ``predict_samples``.
 
@@ -739,6 +808,14 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         log_likelihood : float
             Mean over the rows of the log predictive density (higher is better).
         """
+        if self._is_multi():
+            f = self.sample_outputs(X, n_samples=n_samples)  # (S, n, k) in the units of y
+            y = check_array(y, ensure_2d=True, dtype=np.float64)
+            if y.shape != f.shape[1:]:
+                raise ValueError(f"y must have shape {f.shape[1:]} (rows of X, targets at fit time), got {y.shape}.")
+            std = np.asarray(self.noise_std_, dtype=np.float64)
+            logp = (-0.5 * ((y[None] - f) / std) ** 2 - np.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
+            return float(np.mean(logsumexp(logp, axis=0) - math.log(f.shape[0])))
         f = self.sample_outputs(X, n_samples=n_samples)[..., 0]
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
         check_consistent_length(f[0], y)
@@ -761,11 +838,24 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
         Returns
         -------
-        y_samples : ndarray of shape (n_samples_X, n_samples)
-            Draws, one column per sample.
+        y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
+            Draws, one column per sample (the second shape after a fit on a 2-D ``y``,
+            as ``GaussianProcessRegressor.sample_y``).
         """
         rng = check_random_state(random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
+        if self._is_multi():  # (S, n, k): one noise precision per weight sample and target
+            f = self._predict_outputs(X, n_samples=int(n_samples), seed=seed).cpu().numpy().astype(np.float64)
+            noise = self._likelihood.noise
+            k = f.shape[2]
+            if noise.learn:
+                tau = rng.gamma(noise.a, 1.0 / noise.b, size=(f.shape[0], 1, k))
+            else:
+                tau = np.broadcast_to(noise.tau, (f.shape[0], 1, k))
+            eps = rng.standard_normal(f.shape)
+            y = np.moveaxis(self._y_mean + self._y_std * (f + eps / np.sqrt(tau)), 0, -1)
+            self._check_finite("predictive samples", y)
+            return y
         f = self._predict_outputs(X, n_samples=int(n_samples), seed=seed)[..., 0].cpu().numpy().astype(np.float64)
         noise = self._likelihood.noise
         if noise.learn:
@@ -780,7 +870,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.target_tags.single_output = True
-        tags.target_tags.multi_output = False
+        tags.target_tags.multi_output = True
         return tags
 
 

@@ -1,7 +1,7 @@
 """Likelihoods: per-example negative log-likelihoods of network outputs.
 
 ``nll(f, y)`` broadcasts: ``f`` has shape ``(..., m, n_outputs)``, ``y`` shape
-``(m,)``, the result ``(..., m)``.
+``(m,)`` (``(m, k)`` for a Gaussian on ``k`` targets), the result ``(..., m)``.
 
 What the training loop needs of a likelihood, beyond ``nll`` and ``sample``: ``update``
 (a natural-gradient step on its own parameters after every training step),
@@ -18,6 +18,7 @@ computes for ``nll``, by the same operations, so the numbers are the same to the
 
 import math
 
+import numpy as np
 import torch
 from scipy.special import digamma, gammaln
 
@@ -68,19 +69,42 @@ class Gaussian:
     The noise precision enters the gradients through its posterior mean
     ``E[tau]`` and the expected log-likelihood through ``E[log tau]`` (the two
     coincide with ``tau`` and ``log tau`` when the precision is fixed).
+
+    With a noise of ``k`` outputs (``noise.n_outputs``, a 2-D target ``y`` of shape
+    ``(m, k)``) the ``k`` targets are conditionally independent, each with its own
+    precision ``tau_j``: the per-example negative log-likelihood sums over them.
     """
 
+    multi = False
     n_outputs = 1
 
     def __init__(self, noise):
         self.noise = noise
+        self.multi = noise.n_outputs is not None
+        self.n_outputs = 1 if noise.n_outputs is None else int(noise.n_outputs)
+
+    def _per_output(self, value, f):
+        """A per-output noise quantity as a tensor broadcasting against ``f`` (..., k)."""
+        return torch.as_tensor(np.asarray(value, dtype=np.float64), dtype=f.dtype, device=f.device)
 
     def nll(self, f, y):
+        if self.multi:
+            r = f - y
+            tau = self._per_output(self.noise.tau_mean, f)
+            log_tau = self._per_output(self.noise.log_tau_mean, f)
+            return (0.5 * tau * r * r - 0.5 * log_tau + 0.5 * _LOG_2PI).sum(-1)
         r = f[..., 0] - y
         return 0.5 * self.noise.tau_mean * r * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI
 
     def nll_grad(self, f, y, g=None):
         """See the module docstring (``d nll / d f = tau r``, as autograd evaluates it)."""
+        if self.multi:
+            r = f - y
+            tau = self._per_output(self.noise.tau_mean, f)
+            log_tau = self._per_output(self.noise.log_tau_mean, f)
+            nll = (0.5 * tau * r * r - 0.5 * log_tau + 0.5 * _LOG_2PI).sum(-1)
+            df = tau * r if g is None else (g.unsqueeze(-1) * tau) * r
+            return nll, df
         r = f[..., 0] - y
         c = 0.5 * self.noise.tau_mean
         a = c * r
@@ -90,6 +114,9 @@ class Gaussian:
 
     def sample(self, f, generator=None):
         """Targets drawn from the model at outputs ``f`` (for the true Fisher)."""
+        if self.multi:
+            eps = torch.randn(f.shape, generator=generator, dtype=f.dtype, device=f.device)
+            return f + eps / torch.sqrt(self._per_output(self.noise.tau_mean, f))
         eps = torch.randn(f.shape[:-1], generator=generator, dtype=f.dtype, device=f.device)
         return f[..., 0] + eps / self.noise.tau_mean**0.5
 
@@ -107,7 +134,14 @@ class Gaussian:
 
         ``weights`` (M,): the rows' sample weights rescaled to mean one over the training
         set, with ``N`` then the sum of the sample weights (the effective number of
-        observations): the squared residuals are weighted, as duplicated rows would be."""
+        observations): the squared residuals are weighted, as duplicated rows would be.
+        With ``k`` outputs, each output's precision gets its own squared residuals."""
+        if self.multi:
+            r = f - y
+            sq = r * r if weights is None else r * r * weights[:, None]
+            per_output = sq.reshape(-1, r.shape[-1]).sum(0).double().cpu().numpy()
+            self.noise.update(scale * per_output, N, step)
+            return
         r = f[..., 0] - y
         sq = r * r if weights is None else r * r * weights
         self.noise.update(scale * float(sq.sum()), N, step)
@@ -116,7 +150,9 @@ class Gaussian:
         return self.noise.kl()
 
     def get_state(self):
-        return (self.noise.a, self.noise.b) if self.noise.learn else None
+        if not self.noise.learn:
+            return None
+        return (np.copy(self.noise.a), np.copy(self.noise.b)) if self.multi else (self.noise.a, self.noise.b)
 
     def set_state(self, state):
         if state is not None:
@@ -195,16 +231,28 @@ class GaussianNoise:
     weights ``w_i``, ``N`` is ``sum_i w_i`` (the effective number of observations)
     and the squared residuals are weighted by ``w_i`` rescaled to mean one, so the
     update equals that on the data with row ``i`` repeated ``w_i`` times.
+
+    ``n_outputs=k``: ``k`` independent precisions (one per target), each with the
+    same prior; ``a``, ``b`` (or ``tau``) and every property are then arrays of shape (k,).
     """
 
-    def __init__(self, tau=1.0, learn=True, a0=6.0, b0=6.0):
+    n_outputs = None
+
+    def __init__(self, tau=1.0, learn=True, a0=6.0, b0=6.0, n_outputs=None):
         self.learn = bool(learn)
         self.a0, self.b0 = float(a0), float(b0)
+        #: None: one target (float parameters); k: ``k`` targets (arrays of shape (k,)).
+        self.n_outputs = None if n_outputs is None else int(n_outputs)
         if self.learn:
             self.a, self.b = self.a0, self.b0
+            if self.n_outputs is not None:
+                self.a, self.b = np.full(self.n_outputs, self.a0), np.full(self.n_outputs, self.b0)
         else:
             self.a, self.b = None, None
-            self.tau = float(tau)
+            if self.n_outputs is None:
+                self.tau = float(tau)
+            else:
+                self.tau = np.broadcast_to(np.asarray(tau, dtype=np.float64), (self.n_outputs,)).copy()
 
     @property
     def tau_mean(self):
@@ -212,6 +260,8 @@ class GaussianNoise:
 
     @property
     def log_tau_mean(self):
+        if self.n_outputs is not None:
+            return digamma(self.a) - np.log(self.b) if self.learn else np.log(self.tau)
         if self.learn:
             return float(digamma(self.a) - math.log(self.b))
         return math.log(self.tau)
@@ -223,6 +273,10 @@ class GaussianNoise:
         For ``a <= 1`` (a vague prior before any data) that expectation is infinite;
         the plug-in ``1 / E[tau] = b / a`` is returned instead.
         """
+        if self.n_outputs is not None:
+            if self.learn:
+                return np.where(self.a > 1.0, self.b / np.maximum(self.a - 1.0, 1e-300), self.b / self.a)
+            return 1.0 / self.tau
         if self.learn:
             return self.b / (self.a - 1.0) if self.a > 1.0 else self.b / self.a
         return 1.0 / self.tau
@@ -235,10 +289,16 @@ class GaussianNoise:
         self.b = (1.0 - beta) * self.b + beta * (self.b0 + 0.5 * sq_res_sum_scaled)
 
     def kl(self):
-        """``KL(Gamma(a, b) || Gamma(a0, b0))`` (0 for a fixed precision)."""
+        """``KL(Gamma(a, b) || Gamma(a0, b0))`` (0 for a fixed precision; summed over outputs)."""
         if not self.learn:
             return 0.0
         a, b, a0, b0 = self.a, self.b, self.a0, self.b0
+        if self.n_outputs is not None:
+            return float(
+                np.sum(
+                    (a - a0) * digamma(a) - gammaln(a) + gammaln(a0) + a0 * (np.log(b) - np.log(b0)) + a * (b0 - b) / b
+                )
+            )
         return float(
             (a - a0) * digamma(a) - gammaln(a) + gammaln(a0) + a0 * (math.log(b) - math.log(b0)) + a * (b0 - b) / b
         )

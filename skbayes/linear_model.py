@@ -1,6 +1,7 @@
 """Bayesian linear regression with a fixed Gaussian prior and homoscedastic or
 heteroscedastic Gaussian noise (numpy / scipy only)."""
 
+import hashlib
 import math
 import numbers
 import os
@@ -434,14 +435,15 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
 
     Attributes
     ----------
-    coef_ : ndarray of shape (n_features,)
-        Posterior mean of the weights, in the units of the data.
+    coef_ : ndarray of shape (n_features,) or (n_targets, n_features)
+        Posterior mean of the weights, in the units of the data (one row per
+        target after a fit on a 2-D ``y``, as in scikit-learn's linear models).
 
-    intercept_ : float
+    intercept_ : float or ndarray of shape (n_targets,)
         Independent term in the decision function (posterior mean of the
         intercept). Set to 0.0 if ``fit_intercept=False``.
 
-    sigma_ : ndarray of shape (n_features, n_features)
+    sigma_ : ndarray of shape (n_features, n_features) or (n_targets, n_features, n_features)
         Posterior covariance matrix of the weights, in the units of the data,
         ``(P + Xc^T L^{-1} Xc)^{-1}`` with ``Xc`` the centred inputs and
         ``P = alpha diag(X_scale_ ** 2) / y_scale_ ** 2`` the prior precision.
@@ -450,21 +452,23 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         Prior precision of the weights of the standardised problem (equal to
         ``alpha``).
 
-    noise_precision_ : float
-        Precision of the homoscedastic noise in the units of ``y``: the fixed
+    noise_precision_ : float or ndarray of shape (n_targets,)
+        Precision of the homoscedastic noise in the units of ``y`` (per target): the fixed
         ``noise_precision`` or the evidence-maximising value. NaN after a
         heteroscedastic fit (with ``noise_variance``), for which there is no
         single noise level.
 
     log_marginal_likelihood_value_ : float
         Log marginal likelihood (a density of the training targets in the
-        units of ``y``) at ``alpha_`` and the fitted noise. With
+        units of ``y``) at ``alpha_`` and the fitted noise (summed over the
+        targets, which are independent, after a fit on a 2-D ``y``). With
         ``fit_intercept=True`` this is the evidence with the flat-prior
         intercept integrated out (see Notes).
 
     n_iter_ : int
         Number of iterations of the evidence maximisation; 0 when the noise
-        is fixed (a float ``noise_precision`` or per-sample ``noise_variance``).
+        is fixed (a float ``noise_precision`` or per-sample ``noise_variance``). The
+        largest over the targets after a fit on a 2-D ``y``.
 
     X_offset_ : ndarray of shape (n_features,)
         Noise-precision-weighted mean of the training inputs (times the sample
@@ -477,9 +481,9 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         mean square if ``fit_intercept=False``). A constant column gets the
         magnitude of its value, an all-zero column 1.
 
-    y_scale_ : float
+    y_scale_ : float or ndarray of shape (n_targets,)
         Scale of the targets that ``alpha`` refers to, defined like
-        ``X_scale_``.
+        ``X_scale_`` (per target).
 
     n_features_in_ : int
         Number of features seen during ``fit``.
@@ -562,6 +566,21 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     (8 GiB by default) or the physical memory. :meth:`predict` works through
     the query points in blocks.
 
+    **Several targets.** A 2-D ``y`` of shape ``(n_samples, n_targets)`` is
+    fitted as ``n_targets`` independent models on the same inputs: the
+    results for column ``j`` (``coef_[j]``, ``sigma_[j]``, ``noise_precision_[j]``,
+    ...) are those of a fit on ``y[:, j]`` alone (the same computation; equal to
+    rounding). ``X_offset_`` and
+    ``X_scale_`` are shared; ``predict`` returns ``(n_samples, n_targets)`` arrays
+    and ``sample_y`` ``(n_samples_X, n_targets, n_samples)``.
+
+    **Edited attributes.** Every method derives from the public fitted
+    attributes: after a hand edit of ``coef_``, ``sigma_``, ``intercept_``,
+    ``noise_precision_``, ``alpha_``, ``X_offset_``, ``X_scale_`` or ``y_scale_``,
+    :meth:`sample_y` draws from ``N(coef_, sigma_)`` as edited (not from the
+    factorisation the fit kept) and :meth:`log_marginal_likelihood` uses the edited
+    ``alpha_`` and ``noise_precision_``.
+
     The estimator keeps the standardised training data (like
     :class:`~sklearn.gaussian_process.GaussianProcessRegressor`) so that
     :meth:`log_marginal_likelihood` can be evaluated at other
@@ -639,8 +658,10 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         X : array-like of shape (n_samples, n_features)
             Training data.
 
-        y : array-like of shape (n_samples,)
-            Target values.
+        y : array-like of shape (n_samples,) or (n_samples, n_targets)
+            Target values. A 2-D ``y`` fits one independent model per column on the
+            same inputs (each with its own scale, noise precision and posterior);
+            the fitted attributes then get a leading ``n_targets`` axis.
 
         noise_variance : array-like of shape (n_samples,), default=None
             Known per-sample noise variances in the units of ``y``
@@ -675,9 +696,11 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         """
         alpha, tau = self._check_params()
         previous = {k: v for k, v in vars(self).items() if k in ("n_features_in_", "feature_names_in_")}
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         y = np.asarray(y, dtype=np.float64)
         n_samples, n_features = X.shape
+        multi = y.ndim == 2
+        n_targets = y.shape[1] if multi else 1
 
         hetero = noise_variance is not None
         if hetero:
@@ -703,13 +726,17 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         learn_noise = not hetero and tau == "auto"
 
         nbytes, route = _fit_memory_bytes(n_samples, n_features, restricted, learn_noise)
+        # every further target keeps its sigma_ (and its factor for sample_y)
+        nbytes += (n_targets - 1) * 8 * (2 * n_features**2 + (0 if route == "primal" else n_samples * n_features))
         m = n_features if route == "primal" else n_samples - int(restricted)
         try:
             _check_memory(
                 nbytes,
                 "fit",
-                f"X has shape ({n_samples}, {n_features}); the posterior covariance sigma_ alone is a "
-                f"({n_features}, {n_features}) float64 array of {_gib(8.0 * n_features**2):.1f} GiB, "
+                f"X has shape ({n_samples}, {n_features}); the posterior covariance sigma_ alone is "
+                + ("a " if n_targets == 1 else f"{n_targets} ")
+                + f"({n_features}, {n_features}) float64 array{'' if n_targets == 1 else 's'} of "
+                f"{_gib(8.0 * n_targets * n_features**2):.1f} GiB, "
                 f"and the {route} solve factorises a ({m}, {m}) matrix",
             )
         except MemoryLimitError:  # leave the estimator as it was (validate_data set these)
@@ -719,20 +746,64 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             raise
 
         weights = r / np.sum(r)
-        if restricted:
-            X_offset = weights @ X
-            y_offset = float(weights @ y)
-        else:
-            X_offset = np.zeros(n_features)
-            y_offset = 0.0
+        X_offset = weights @ X if restricted else np.zeros(n_features)
         # Standardise (see Notes): Xs = (X - X_offset) / X_scale, ys = (y - y_offset) / y_scale,
-        # per-sample noise precisions in units of ys.
+        # per-sample noise precisions in units of ys. X's scales do not depend on the target.
         Xs = X - X_offset
-        yc = y - y_offset
         X_scale = _column_scales(Xs, weights, X_offset if restricted else None)
+        _check_scales(X_scale, 1.0)
+        Xs /= X_scale
+        fits = [
+            self._fit_target(
+                Xs,
+                np.ascontiguousarray(y[:, j]) if multi else y,
+                X_offset,
+                X_scale,
+                weights,
+                r,
+                sw,
+                n_obs,
+                alpha,
+                tau,
+                hetero,
+            )
+            for j in range(n_targets)
+        ]
+        self.alpha_ = alpha
+        self.X_offset_ = X_offset
+        self.X_scale_ = X_scale
+        # Kept (standardised) for log_marginal_likelihood and sample_y.
+        self._X_train = Xs
+        self._sample_weight = sw  # of the kept rows (None without sample weights)
+        self._heteroscedastic = hetero
+        self._restricted = restricted
+        public = ("coef_", "sigma_", "intercept_", "noise_precision_", "y_scale_", "n_iter_")
+        if multi:
+            for name in public:
+                setattr(self, name, np.stack([f.pop(name) for f in fits]))
+            self.n_iter_ = int(self.n_iter_.max())
+            self.log_marginal_likelihood_value_ = float(sum(f.pop("lml") for f in fits))
+            self._targets = fits
+            self._route = fits[0]["_route"]
+        else:
+            fit = fits[0]
+            for name in public:
+                setattr(self, name, fit.pop(name))
+            self.log_marginal_likelihood_value_ = fit.pop("lml")
+            self.__dict__.update(fit)
+            self.__dict__.pop("_targets", None)
+        self._fingerprints = [self._public_fingerprint(j) for j in self._target_indices()]
+        return self
+
+    def _fit_target(self, Xs, y, X_offset, X_scale, weights, r, sw, n_obs, alpha, tau, hetero):
+        """Posterior of one target column on the standardised inputs ``Xs``: a dict of its
+        public attributes (``coef_``, ...) and private state (``_chol``, ...)."""
+        n_samples = Xs.shape[0]
+        restricted = bool(self.fit_intercept)
+        y_offset = float(weights @ y) if restricted else 0.0
+        yc = y - y_offset
         y_scale = float(_column_scales(yc, weights, y_offset if restricted else None)[0])
         _check_scales(X_scale, y_scale)
-        Xs /= X_scale
         ys = yc / y_scale
 
         n_iter = 0
@@ -769,29 +840,23 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         sigma = post.sigma
         sigma *= ratio[:, None]
         sigma *= ratio[None, :]
-        self.coef_ = coef
-        self.sigma_ = sigma
-        self.intercept_ = float(y_offset - X_offset @ coef) if restricted else 0.0
-        self.alpha_ = alpha
-        self.noise_precision_ = float(tau_)
-        self.log_marginal_likelihood_value_ = log_evidence - self._log_jacobian(n_obs, restricted, y_scale)
-        self.n_iter_ = n_iter
-        self.X_offset_ = X_offset
-        self.X_scale_ = X_scale
-        self.y_scale_ = y_scale
-        # Kept (standardised) for log_marginal_likelihood and sample_y.
-        self._X_train = Xs
-        self._y_train = ys
-        self._precision_train = r_s  # per-sample noise precisions at the fitted noise, units of ys
-        self._sample_weight = sw  # of the kept rows (None without sample weights)
-        self._coef_std = post.coef
-        self._y_offset = y_offset
-        self._heteroscedastic = hetero
-        self._restricted = restricted
-        self._route = post.route
-        self._chol = post.chol
-        self._dual_design = post.design
-        return self
+        return {
+            "coef_": coef,
+            "sigma_": sigma,
+            "intercept_": float(y_offset - X_offset @ coef) if restricted else 0.0,
+            "noise_precision_": float(tau_),
+            "y_scale_": y_scale,
+            "n_iter_": n_iter,
+            "lml": log_evidence - self._log_jacobian(n_obs, restricted, y_scale),
+            "_y_train": ys,
+            "_precision_train": r_s,  # per-sample noise precisions at the fitted noise, units of ys
+            "_coef_std": post.coef,
+            "_y_offset": y_offset,
+            "_y_scale": y_scale,
+            "_route": post.route,
+            "_chol": post.chol,
+            "_dual_design": post.design,
+        }
 
     @staticmethod
     def _log_jacobian(n_samples, restricted, y_scale):
@@ -799,6 +864,59 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         ``n_samples - restricted`` dimensions (the flat-prior intercept removes one); with
         sample weights ``n_samples`` is their sum."""
         return (n_samples - int(restricted)) * math.log(y_scale)
+
+    # --- the public fitted attributes and the private state derived from them -------------
+    def _target_indices(self):
+        """``[None]`` for a 1-D target, else the target columns ``0 .. k - 1``."""
+        return [None] if np.ndim(self.coef_) == 1 else list(range(np.shape(self.coef_)[0]))
+
+    def _public(self, j):
+        """The public fitted attributes of target ``j`` (None: the single target)."""
+        names = ("coef_", "sigma_", "intercept_", "noise_precision_", "y_scale_")
+        values = {k: np.asarray(getattr(self, k), dtype=np.float64) for k in names}
+        if j is not None:
+            values = {k: v[j] for k, v in values.items()}
+        values["alpha_"] = np.asarray(self.alpha_, dtype=np.float64)
+        values["X_offset_"] = np.asarray(self.X_offset_, dtype=np.float64)
+        values["X_scale_"] = np.asarray(self.X_scale_, dtype=np.float64)
+        return values
+
+    def _public_fingerprint(self, j):
+        h = hashlib.blake2b(digest_size=16)
+        for k, v in self._public(j).items():
+            h.update(f"{k}{v.shape}".encode())
+            h.update(np.ascontiguousarray(v).tobytes())
+        return h.hexdigest()
+
+    def _private_state(self, j):
+        """The fit's private state of target ``j`` when the public attributes are those the
+        fit set, else None (they were edited: every method then derives from them)."""
+        prints = self.__dict__.get("_fingerprints")
+        idx = 0 if j is None else j
+        try:
+            if prints is None or len(prints) != len(self._target_indices()):
+                return None
+            if prints[idx] != self._public_fingerprint(j):
+                return None
+        except (AttributeError, ValueError, TypeError, IndexError):
+            return None
+        if j is None:
+            keys = (
+                "_y_train",
+                "_precision_train",
+                "_coef_std",
+                "_y_offset",
+                "_y_scale",
+                "_route",
+                "_chol",
+                "_dual_design",
+            )
+            return {k: getattr(self, k) for k in keys}
+        return self._targets[j]
+
+    def _noise_precision(self, j):
+        tau = float(np.asarray(self.noise_precision_, dtype=np.float64).reshape(-1)[0 if j is None else j])
+        return None if math.isnan(tau) else tau  # NaN after a heteroscedastic fit: no noise term
 
     def predict(self, X, return_std=False):
         """Predict using the linear model.
@@ -817,34 +935,50 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        y_mean : ndarray of shape (n_samples,)
-            Mean of predictive distribution of query points.
+        y_mean : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Mean of predictive distribution of query points (one column per target
+            when ``y`` was 2-D at fit time).
 
-        y_std : ndarray of shape (n_samples,)
+        y_std : ndarray of shape (n_samples,) or (n_samples, n_targets)
             Standard deviation of predictive distribution of query points,
             ``sqrt(x_c sigma_ x_c^T + 1 / noise_precision_)`` with
-            ``x_c = x - X_offset_``. After a heteroscedastic fit the noise of
+            ``x_c = x - X_offset_`` (per target: ``sigma_[j]``, ``noise_precision_[j]``).
+            After a heteroscedastic fit the noise of
             a new point is unknown and the term ``1 / noise_precision_`` is
-            left out: ``y_std`` is then the standard deviation of the noise-free
-            regression function. Only returned when ``return_std`` is True.
+            left out (``noise_precision_`` is NaN): ``y_std`` is then the standard
+            deviation of the noise-free regression function. Only returned when
+            ``return_std`` is True.
         """
         check_is_fitted(self)
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        targets = self._target_indices()
+        coef = np.asarray(self.coef_, dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
-            y_mean = X @ self.coef_ + self.intercept_
+            y_mean = X @ (coef if targets == [None] else coef.T) + self.intercept_
         _check_finite("predictive means", y_mean)
         if not return_std:
             return y_mean
         n, d = X.shape
-        var = np.empty(n)
+        var = np.empty(y_mean.shape)
         step = max(1, _PREDICT_CHUNK_BYTES // (16 * max(d, 1)))  # two (step, d) temporaries
+        sigmas = [self.sigma_] if targets == [None] else list(self.sigma_)
         with np.errstate(over="ignore", invalid="ignore"):
             for start in range(0, n, step):
                 Xc = X[start : start + step] - self.X_offset_
-                var[start : start + step] = np.einsum("ij,ij->i", Xc @ self.sigma_, Xc)
+                for j, sigma in zip(targets, sigmas):
+                    col = np.einsum("ij,ij->i", Xc @ sigma, Xc)
+                    if j is None:
+                        var[start : start + step] = col
+                    else:
+                        var[start : start + step, j] = col
         np.maximum(var, 0.0, out=var)
-        if not self._heteroscedastic:
-            var += 1.0 / self.noise_precision_
+        for j in targets:
+            tau = self._noise_precision(j)
+            if tau is not None:
+                if j is None:
+                    var += 1.0 / tau
+                else:
+                    var[:, j] += 1.0 / tau
         _check_finite("predictive standard deviations", var)
         return y_mean, np.sqrt(var)
 
@@ -855,7 +989,14 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         weight vector drawn exactly from ``N(coef_, sigma_)``, plus independent
         Gaussian noise of precision ``noise_precision_`` per point
         (no noise after a heteroscedastic fit, consistent with
-        :meth:`predict`). The intercept is taken at its posterior mean.
+        :meth:`predict`). The intercept is taken at its posterior mean. With
+        several targets each has its own weights, drawn independently.
+
+        The draws derive from the public fitted attributes (``coef_``, ``sigma_``,
+        ``intercept_``, ``X_offset_``, ``noise_precision_``): after the fit they
+        use the factorisation the fit computed; after a hand edit of any of them,
+        a factorisation of the edited ``sigma_`` (one ``O(n_features^3)``
+        eigendecomposition per call).
 
         Parameters
         ----------
@@ -873,9 +1014,10 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
 
         Returns
         -------
-        y_samples : ndarray of shape (n_samples_X, n_samples)
+        y_samples : ndarray of shape (n_samples_X, n_samples) or (n_samples_X, n_targets, n_samples)
             Values of n_samples samples drawn from the posterior predictive
-            distribution and evaluated at query points.
+            distribution and evaluated at query points (the second shape after a
+            fit on a 2-D ``y``, as :meth:`sklearn.gaussian_process.GaussianProcessRegressor.sample_y`).
 
         Raises
         ------
@@ -883,39 +1025,66 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             If the draws (``n_features x n_samples`` weights and
             ``n_samples_X x n_samples`` values, with temporaries) would exceed
             ``skbayes.linear_model.MEMORY_LIMIT_GIB``.
+        ValueError
+            If an edited ``sigma_`` is not a covariance matrix (symmetric positive
+            semi-definite).
         """
         check_is_fitted(self)
         if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
             raise ValueError(f"n_samples must be an int >= 1, got {n_samples!r}.")
         X = validate_data(self, X, reset=False, dtype=np.float64)
+        rng = check_random_state(random_state)
+        targets = self._target_indices()
+        draws = [self._sample_target(X, j, int(n_samples), rng) for j in targets]
+        y_samples = draws[0] if targets == [None] else np.stack(draws, axis=1)
+        _check_finite("predictive samples", y_samples)
+        return y_samples
+
+    def _sample_target(self, X, j, n_samples, rng):
         n_q, d = X.shape
-        rows = 0 if self._route == "primal" else self._dual_design.shape[0]
+        state = self._private_state(j)
+        rows = 0 if state is None or state["_route"] == "primal" else state["_dual_design"].shape[0]
         _check_memory(
-            8.0 * (3 * d * n_samples + 3 * rows * n_samples + n_q * d + 2 * n_q * n_samples),
+            8.0 * (3 * d * n_samples + 3 * rows * n_samples + n_q * d + 2 * n_q * n_samples)
+            + (8.0 * 3 * d * d if state is None else 0.0),
             "sample_y",
             f"X has shape ({n_q}, {d}) and {n_samples} draws need ({d}, {n_samples}) weight and "
             f"({n_q}, {n_samples}) output arrays; draw fewer samples at a time",
         )
-        rng = check_random_state(random_state)
-        if self._route == "primal":
-            # S = A^{-1} = C^{-T} C^{-1} with A = C C^T: w = m + C^{-T} z (standardised weights).
-            z = rng.standard_normal((d, n_samples))
-            W = linalg.solve_triangular(self._chol.T, z, lower=False, overwrite_b=True, check_finite=False)
+        pub = self._public(j)
+        if state is None:  # edited public attributes: draw from N(coef_, sigma_) itself
+            sigma = pub["sigma_"]
+            if sigma.shape != (d, d) or not np.allclose(sigma, sigma.T, rtol=0.0, atol=1e-12 * np.abs(sigma).max()):
+                raise ValueError(f"sigma_ must be a symmetric ({d}, {d}) covariance matrix.")
+            lam, V = linalg.eigh(0.5 * (sigma + sigma.T), check_finite=False)
+            if lam.size and lam.min() < -math.sqrt(_EPS) * max(lam.max(), 0.0):
+                raise ValueError(
+                    f"sigma_ is not positive semi-definite (smallest eigenvalue {lam.min():.3g}); it is not a "
+                    "covariance matrix, so sample_y cannot draw from N(coef_, sigma_)."
+                )
+            W = (V * np.sqrt(np.clip(lam, 0.0, None))) @ rng.standard_normal((d, n_samples))
+            with np.errstate(over="ignore", invalid="ignore"):
+                y_samples = (X - pub["X_offset_"]) @ W + (X @ pub["coef_"] + pub["intercept_"])[:, None]
         else:
-            # Exact posterior draws by perturbing the prior and the data (Matheron's rule):
-            # w = m + w0 - Xw^T K^{-1} (Xw w0 + e), w0 ~ N(0, I/alpha), e ~ N(0, I_n'),
-            # with Xw the (rotated) whitened rows factorised at fit time.
-            Xw = self._dual_design
-            W = rng.standard_normal((d, n_samples)) / math.sqrt(self.alpha_)
-            e = rng.standard_normal((Xw.shape[0], n_samples))
-            W -= Xw.T @ linalg.cho_solve((self._chol, True), Xw @ W + e, check_finite=False)
-        W += self._coef_std[:, None]
-        W *= (self.y_scale_ / self.X_scale_)[:, None]  # to the units of the data
-        with np.errstate(over="ignore", invalid="ignore"):
-            y_samples = (X - self.X_offset_) @ W + self._y_offset
-        if not self._heteroscedastic:
-            y_samples += rng.standard_normal(y_samples.shape) / math.sqrt(self.noise_precision_)
-        _check_finite("predictive samples", y_samples)
+            if state["_route"] == "primal":
+                # S = A^{-1} = C^{-T} C^{-1} with A = C C^T: w = m + C^{-T} z (standardised weights).
+                z = rng.standard_normal((d, n_samples))
+                W = linalg.solve_triangular(state["_chol"].T, z, lower=False, overwrite_b=True, check_finite=False)
+            else:
+                # Exact posterior draws by perturbing the prior and the data (Matheron's rule):
+                # w = m + w0 - Xw^T K^{-1} (Xw w0 + e), w0 ~ N(0, I/alpha), e ~ N(0, I_n'),
+                # with Xw the (rotated) whitened rows factorised at fit time.
+                Xw = state["_dual_design"]
+                W = rng.standard_normal((d, n_samples)) / math.sqrt(self.alpha_)
+                e = rng.standard_normal((Xw.shape[0], n_samples))
+                W -= Xw.T @ linalg.cho_solve((state["_chol"], True), Xw @ W + e, check_finite=False)
+            W += state["_coef_std"][:, None]
+            W *= (pub["y_scale_"] / self.X_scale_)[:, None]  # to the units of the data
+            with np.errstate(over="ignore", invalid="ignore"):
+                y_samples = (X - self.X_offset_) @ W + state["_y_offset"]
+        tau = self._noise_precision(j)
+        if tau is not None:
+            y_samples += rng.standard_normal(y_samples.shape) / math.sqrt(tau)
         return y_samples
 
     def log_marginal_likelihood(self, alpha=None, noise_precision=None):
@@ -927,8 +1096,9 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             Prior precision of the weights of the standardised problem (see
             the class parameter). If None, ``alpha_`` is used.
 
-        noise_precision : float, default=None
-            Noise precision in the units of ``y`` (homoscedastic fits only).
+        noise_precision : float or array-like of shape (n_targets,), default=None
+            Noise precision in the units of ``y`` (homoscedastic fits only; one per
+            target, or one for all, after a fit on a 2-D ``y``).
             If None, ``noise_precision_`` is used. Must be None after a
             heteroscedastic fit, whose per-sample variances are always used.
 
@@ -940,24 +1110,52 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             ``log N(yc | 0, L + Xc P^{-1} Xc^T)`` with the prior precision
             ``P = alpha diag(X_scale_ ** 2) / y_scale_ ** 2``, plus
             ``log(2 pi) / 2 - log(sum_i 1 / L_ii) / 2`` for the flat-prior
-            intercept when ``fit_intercept=True`` (see Notes of the class).
+            intercept when ``fit_intercept=True`` (see Notes of the class). After a
+            fit on a 2-D ``y``, the sum over the targets (which are independent).
         """
         check_is_fitted(self)
         alpha = self.alpha_ if alpha is None else _check_positive("alpha", alpha)
-        r = self._precision_train
-        sw = getattr(self, "_sample_weight", None)
+        targets = self._target_indices()
         if noise_precision is not None:
             if self._heteroscedastic:
                 raise ValueError(
                     "noise_precision cannot be set for a model fitted with per-sample noise_variance; "
                     "those variances are used."
                 )
-            tau = _check_positive("noise_precision", noise_precision)
-            r = np.full_like(r, tau * self.y_scale_**2)
+            taus = np.asarray(noise_precision, dtype=np.float64) if not isinstance(noise_precision, str) else None
+            if taus is None or taus.ndim > 1 or (taus.ndim == 1 and taus.shape[0] != len(targets)):
+                raise ValueError(
+                    f"noise_precision must be a positive float or an array of {len(targets)} positive floats "
+                    f"(one per target), got {noise_precision!r}."
+                )
+            taus = np.broadcast_to(taus, (len(targets),))
+            taus = [_check_positive("noise_precision", float(t)) for t in taus]
+        else:
+            taus = [None] * len(targets)
+        total = 0.0
+        for j, tau in zip(targets, taus):
+            # the training data and scales of the fit; the hyper-parameters from the public
+            # attributes (the fitted noise precisions themselves while those are unedited)
+            state = self.__dict__ if j is None else self._targets[j]
+            if tau is None and not self._heteroscedastic and self._private_state(j) is None:
+                tau = self._noise_precision(j)
+            y_scale = state.get("_y_scale", float(self._public(j)["y_scale_"]))
+            total += self._log_evidence_target(state["_y_train"], state["_precision_train"], alpha, tau, y_scale)
+        return total
+
+    def _log_evidence_target(self, y_train, r, alpha, tau, y_scale):
+        sw = getattr(self, "_sample_weight", None)
+        if tau is not None:
+            r = np.full_like(r, tau * y_scale**2)
             if sw is not None:
                 r = r * sw
-        post = _solve(self._X_train, self._y_train, r, alpha, self._restricted, compute_sigma=False)
+        post = _solve(self._X_train, y_train, r, alpha, self._restricted, compute_sigma=False)
         if sw is None:
-            return post.log_evidence - self._log_jacobian(len(r), self._restricted, self.y_scale_)
+            return post.log_evidence - self._log_jacobian(len(r), self._restricted, y_scale)
         log_evidence = post.log_evidence + _weighted_evidence_correction(r, sw)
-        return log_evidence - self._log_jacobian(float(np.sum(sw)), self._restricted, self.y_scale_)
+        return log_evidence - self._log_jacobian(float(np.sum(sw)), self._restricted, y_scale)
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags

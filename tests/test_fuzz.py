@@ -136,16 +136,17 @@ def check_predictions(est, X, n_rows, what):
         assert std.shape == (n_rows, k), f"{what}: predict_std shape {std.shape}"
         assert np.all(np.isfinite(std)) and np.all(std >= 0), f"{what}: predict_std not finite and >= 0"
     else:
+        shape = (n_rows,) + np.shape(est.noise_precision_)  # one column per target of a 2-D y
         mean = est.predict(X)
-        assert mean.shape == (n_rows,), f"{what}: predict shape {mean.shape}"
+        assert mean.shape == shape, f"{what}: predict shape {mean.shape}"
         assert np.all(np.isfinite(mean)), f"{what}: non-finite predict: {mean}"
         mean2, std = est.predict(X, return_std=True)
         assert np.all(np.isfinite(mean2)), f"{what}: non-finite predict(return_std=True) mean"
-        assert std.shape == (n_rows,), f"{what}: std shape {std.shape}"
+        assert std.shape == shape, f"{what}: std shape {std.shape}"
         assert np.all(np.isfinite(std)) and np.all(std >= 0), f"{what}: std not finite and >= 0: {std}"
         if hasattr(est, "predict_std"):
             std2 = est.predict_std(X)
-            assert np.all(np.isfinite(std2)) and std2.shape == (n_rows,), f"{what}: predict_std {std2}"
+            assert np.all(np.isfinite(std2)) and std2.shape == shape, f"{what}: predict_std {std2}"
 
 
 def snapshot(obj):

@@ -37,7 +37,7 @@ def iblm_targets(y_enc, n_classes, dtype):
     transformed columns (the log-odds), whose noise variance is the sum.
     """
     if n_classes is None:
-        return y_enc[:, None], None
+        return (y_enc[:, None] if y_enc.dim() == 1 else y_enc), None
     k = int(n_classes)
     Y = torch.nn.functional.one_hot(y_enc.long(), max(k, 2)).to(dtype)
     T, V = dirichlet_transform(Y, 0.01)
@@ -208,23 +208,23 @@ def iblm(
             Vg = None if Vt is None else Vt[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)
             Wg = None if weights is None else weights[rows].reshape(len(gs), Bg).repeat_interleave(T, 1)
             if v_layer is None and Vt is None:
-                if Wg is None:
-                    v_layer = best_noise_variance(Xg[0], Yg[0, :, 0], prior_precision)
-                else:
-                    v_layer = best_noise_variance(Xg[0], Yg[0, :, 0], prior_precision, weights=Wg[0])
+                # one noise level per target column (regression on several targets)
+                kw = {} if Wg is None else {"weights": Wg[0]}
+                v_cols = [best_noise_variance(Xg[0], Yg[0, :, c], prior_precision, **kw) for c in range(K)]
+                v_layer = v_cols[0] if K == 1 else torch.tensor(v_cols, dtype=X.dtype, device=X.device)
             units = list(range(gs[0] * K, min((gs[-1] + 1) * K, layer.p)))
             gi = torch.tensor([j // K - gs[0] for j in units], device=X.device)
             ci = torch.tensor([j % K for j in units], device=X.device)
             Xb = Xg[gi]
             yb = Yg[gi, :, ci]
-            vb = v_layer if Vt is None else Vg[gi, :, ci]
+            vb = (v_layer if K == 1 else v_layer[ci][:, None]) if Vt is None else Vg[gi, :, ci]
             if Wg is None:
                 m, pd = blr_solve(Xb, yb, prior_precision, vb)
             else:
                 m, pd = blr_solve(Xb, yb, prior_precision, vb, weights=Wg[gi])
             if local_rows:
                 # the mean from the local regression, the precision from the global minibatch
-                vg = v_layer if Vt is None else Vglob[:, ci].T  # (units, B T)
+                vg = (v_layer if K == 1 else v_layer[ci][:, None]) if Vt is None else Vglob[:, ci].T  # (units, B T)
                 prec = 1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])
                 if Wglob is not None:
                     prec = prec * Wglob
@@ -233,5 +233,7 @@ def iblm(
             Pd[:, units[0] : units[-1] + 1] = pd.T
         layer.mat_to_flat(W, mean)
         layer.mat_to_flat(1.0 / Pd, var)
-    # the output layer's evidence-maximising noise variance (regression only)
+    # the output layer's evidence-maximising noise variance (regression only; per target column)
+    if isinstance(v_layer, torch.Tensor):
+        v_layer = v_layer.double().cpu().numpy()
     return mean, var, v_layer
