@@ -10,6 +10,7 @@ arguments). Training itself runs in :mod:`skbayes._loop`.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import numbers
 import warnings
@@ -35,7 +36,7 @@ from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
-from ._parallel import limit_torch_threads
+from ._parallel import limit_torch_threads, network_macs_per_row
 from ._prior import WeightPrior
 from ._validation import (
     BOOLEAN,
@@ -117,6 +118,29 @@ def store_init_params(params):
 _POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
 
 
+def _shape_hint(X) -> tuple[int, int | None]:
+    """``(n_rows, n_features)`` of an input before validation (which gives the real
+    errors), for sizing the thread count; ``(1, None)`` when they cannot be read."""
+    try:
+        shape = X.shape if hasattr(X, "shape") else np.shape(X)
+        return max(int(shape[0]), 1), (int(shape[1]) if len(shape) > 1 else None)
+    except (TypeError, ValueError, IndexError):
+        return 1, None
+
+
+def _scoped_threads(method):
+    """Run a prediction method at the thread count of its work (``n_threads``, or the
+    automatic policy; see :mod:`skbayes._parallel`), restored afterwards."""
+
+    @functools.wraps(method)
+    def scoped(self, X, *args, **kwargs):
+        work = self._prediction_work(X) if hasattr(self, "posterior_") else 0.0
+        with self._threads(work):
+            return method(self, X, *args, **kwargs)
+
+    return scoped
+
+
 class BayesianNetwork(BaseEstimator):
     """Machinery shared by every skbayes network estimator (not public)."""
 
@@ -149,6 +173,7 @@ class BayesianNetwork(BaseEstimator):
         ],
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
+        "n_threads": [NONE, Interval(numbers.Integral, 1, None, closed="left")],
     }
 
     # --- validation ---------------------------------------------------------------
@@ -203,6 +228,31 @@ class BayesianNetwork(BaseEstimator):
         bs = min(self._auto_batch_size, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
         return max(bs, 1)
 
+    # --- threads (skbayes._parallel) ------------------------------------------------------
+    def _network_work(self, rows, n_features=None, fresh=False):
+        """Multiply-adds of one network pass over ``rows`` rows (the thread policy's work
+        size): the fitted network's count (unless ``fresh``: a fit from scratch), else the
+        MLP's from its widths, else 0 (a custom module counts as small until it is built)."""
+        per_row = None if fresh else self.__dict__.get("_macs_per_row")
+        if per_row is None and self.module is None and n_features is not None:
+            widths = (n_features, *self._hidden_layer_sizes(), 1)
+            per_row = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+        return float(per_row or 0) * rows
+
+    def _training_work(self, n_rows, n_features=None, fresh=False):
+        return self._network_work(self._batch_size(n_rows) * int(self.mc_samples), n_features, fresh)
+
+    def _prediction_work(self, X):
+        """The work of a prediction's network pass: up to 2048 rows under up to 16 weight
+        samples at once (as ``_outputs`` computes them)."""
+        n_rows, _ = _shape_hint(X)
+        rows = min(n_rows, 2048) * min(int(self.predict_samples), 16)
+        return self._network_work(rows, getattr(self, "n_features_in_", None))
+
+    def _threads(self, work):
+        """The thread scope of a call (``n_threads``, or the automatic policy for ``work``)."""
+        return limit_torch_threads(getattr(self, "n_threads", None), work)
+
     # --- initialisation -----------------------------------------------------------------
     def _effective_weights(self, sample_weight, n_rows):
         """``(weights, n_train)`` for training: the sample weights rescaled to mean one (a
@@ -234,6 +284,7 @@ class BayesianNetwork(BaseEstimator):
         net = net.to(device=self._device, dtype=self._dtype)
         if self.module is not None:
             self._check_module_widths(net, X, n_out)
+        self._macs_per_row = network_macs_per_row(copy.deepcopy(net).eval(), self._tensor(X[:2]))
         self.module_ = net
         self._forward = NetworkForward(net, ParamLayout(net), X.shape[1])
         gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
@@ -327,9 +378,10 @@ class BayesianNetwork(BaseEstimator):
         fitted = hasattr(self, "posterior_")
         reset = not (fitted and (incremental or self.warm_start))
         saved = self._fitted_state(deep=not reset)
+        work = self._training_work(*_shape_hint(X), fresh=reset)
         try:
-            with limit_torch_threads():
-                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight)
+            with self._threads(work) as threads:
+                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight, threads)
         except BaseException:
             self._restore_fitted_state(saved)
             raise
@@ -343,7 +395,7 @@ class BayesianNetwork(BaseEstimator):
             raise KeyboardInterrupt
         return self
 
-    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None):
+    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None, threads=None):
         n_iter_before = getattr(self, "n_iter_", 0) if not reset else 0
         X, y = self._validate_X_y(X, y, reset=reset)
         sw = None
@@ -356,6 +408,8 @@ class BayesianNetwork(BaseEstimator):
         family = self._make_family()
         if reset:
             self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
+        if threads is not None:  # the network is built now: its work is known
+            threads.update(self._training_work(X.shape[0]))
         validation = None
         if self.early_stopping and not incremental:
             if sw is None:
@@ -469,7 +523,7 @@ class BayesianNetwork(BaseEstimator):
         """
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
-        with limit_torch_threads():
+        with self._threads(self._prediction_work(X)):
             return self._outputs(self._tensor(X), n_samples, seed)
 
     def _outputs(self, Xt, n_samples=None, seed=None):
@@ -503,6 +557,7 @@ class BayesianNetwork(BaseEstimator):
             return None
         return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
+    @_scoped_threads
     def sample_outputs(
         self, X: ArrayLike, n_samples: int | None = None, random_state: RandomStateLike = None
     ) -> np.ndarray:
@@ -675,6 +730,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
         return mean, var
 
+    @_scoped_threads
     def predict(self, X: ArrayLike, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Posterior predictive mean (and standard deviation).
 
@@ -721,6 +777,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         return self.predict(X, return_std=True)[1]
 
+    @_scoped_threads
     def log_likelihood(self, X: ArrayLike, y: ArrayLike, n_samples: int | None = None) -> float:
         """Mean per-point log-likelihood of ``y`` under the posterior predictive.
 
@@ -748,6 +805,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         check_consistent_length(f[0], y)
         return mixture_log_likelihood(y, f, self.noise_std_)
 
+    @_scoped_threads
     def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> np.ndarray:
         """Draw targets from the posterior predictive distribution.
 
@@ -925,6 +983,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             raise ValueError("classes must be passed on the first call to partial_fit.")
         return self._fit(X, y, incremental=True, classes=classes, sample_weight=sample_weight)
 
+    @_scoped_threads
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior predictive class probabilities.
 
@@ -964,6 +1023,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
+    @_scoped_threads
     def predict_std(self, X: ArrayLike) -> np.ndarray:
         """Standard deviation of each class probability over the posterior.
 
