@@ -173,7 +173,7 @@ class BayesianNetwork(BaseEstimator):
         ],
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
-        "n_threads": [NONE, Interval(numbers.Integral, 1, None, closed="left")],
+        "n_threads": [NONE, Interval(numbers.Integral, 1, 2**31 - 1, closed="both")],
     }
 
     # --- validation ---------------------------------------------------------------

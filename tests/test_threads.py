@@ -137,7 +137,7 @@ def test_the_count_is_restored_when_a_fit_or_prediction_raises(process_threads, 
     assert torch.get_num_threads() == 1
 
 
-@pytest.mark.parametrize("value", [0, -1, 1.5, "2"])
+@pytest.mark.parametrize("value", [0, -1, 2**31, 1.5, "2"])
 def test_invalid_n_threads(value):
     X, y = reg_data(scale=True)
     with pytest.raises(InvalidParameterError, match="n_threads"):
