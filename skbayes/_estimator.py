@@ -13,7 +13,6 @@ import copy
 import functools
 import math
 import numbers
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -50,13 +49,17 @@ from ._validation import (
     merged_constraints,
     validate_params,
 )
-from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning
+from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning, _warn
 from .metrics import mixture_log_likelihood
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 #: Column standard deviations outside this range trigger an ``InputScaleWarning``.
 INPUT_SCALE = (1e-3, 1e3)
+
+#: A classifier warns that ``y`` looks like a regression target when its labels are numbers,
+#: more than ``REGRESSION_LIKE_CLASSES`` classes, with fewer than ``REGRESSION_LIKE_ROWS`` rows each.
+REGRESSION_LIKE_CLASSES, REGRESSION_LIKE_ROWS = 20, 5
 
 
 def _torch_dtype(dtype) -> torch.dtype:
@@ -386,11 +389,10 @@ class BayesianNetwork(BaseEstimator):
             self._restore_fitted_state(saved)
             raise
         if interrupted:
-            warnings.warn(
+            _warn(
                 f"{type(self).__name__}.fit was interrupted; the model is left at the end of "
                 f"its last completed epoch (n_iter_={self.n_iter_}).",
                 UserWarning,
-                stacklevel=3,
             )
             raise KeyboardInterrupt
         return self
@@ -459,13 +461,12 @@ class BayesianNetwork(BaseEstimator):
             std = np.std(X, axis=0, dtype=np.float64)
         std = std[std > 0]
         if std.size and (std.min() < INPUT_SCALE[0] or std.max() > INPUT_SCALE[1]):
-            warnings.warn(
+            _warn(
                 f"{type(self).__name__}: the standard deviations of the input columns range from "
                 f"{std.min():.3g} to {std.max():.3g}. The network's priors and initialisation assume "
                 "features of roughly unit scale, and fits on inputs this far from it can fail; "
                 "standardise them (a StandardScaler in a Pipeline).",
                 InputScaleWarning,
-                stacklevel=4,
             )
 
     def _warn_poor_fit(self, X, y_enc, family):
@@ -476,13 +477,12 @@ class BayesianNetwork(BaseEstimator):
         f = self._outputs(self._tensor(X[rows]), n_samples=min(int(self.predict_samples), 8))
         worse, fit_score, const_score = self._training_fit_vs_constant(f, np.asarray(y_enc)[rows])
         if worse:
-            warnings.warn(
+            _warn(
                 f"{type(self).__name__}: the fitted model predicts its own training data worse than a "
                 f"constant does ({fit_score:.4g} against {const_score:.4g}). The fit has likely gone "
                 f"wrong: the step sizes may be too large ({family.step_sizes()}) or the inputs badly "
                 "scaled (standardise them).",
                 PoorFitWarning,
-                stacklevel=4,
             )
 
     def _validation_split(self, X, y, sample_weight=None):
@@ -873,12 +873,29 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
                     f"{type(self).__name__} needs samples of at least 2 classes in {where}; got 1 class: {labels[0]!r}."
                 )
             self.classes_ = labels
+            if classes is None:
+                self._warn_regression_like_labels(labels, len(y))
         else:
             if classes is not None and not np.array_equal(unique_labels(np.asarray(classes)), self.classes_):
                 raise ValueError(f"classes={classes!r} differs from the classes of the first call, {self.classes_!r}.")
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
             raise ValueError(f"y contains labels not in classes_: {unseen!r}.")
+
+    def _warn_regression_like_labels(self, labels, n_rows):
+        """Warn when ``y`` looks like a numeric regression target: integer labels, more than
+        ``REGRESSION_LIKE_CLASSES`` classes, and fewer than ``REGRESSION_LIKE_ROWS`` rows per
+        class on average (diabetes' target: 214 classes from 442 rows)."""
+        k = len(labels)
+        numeric = labels.dtype.kind in "iuf"
+        if numeric and k > REGRESSION_LIKE_CLASSES and n_rows < REGRESSION_LIKE_ROWS * k:
+            _warn(
+                f"{type(self).__name__}: y has {k} distinct numeric values in {n_rows} rows (fewer than "
+                f"{REGRESSION_LIKE_ROWS} rows per class): it looks like a regression target, and a "
+                "classifier learns one class per distinct value. For a numeric target use the "
+                f"{type(self).__name__.replace('Classifier', 'Regressor')}.",
+                UserWarning,
+            )
 
     def _make_likelihood(self):
         k = len(self.classes_)

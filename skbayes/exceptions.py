@@ -1,5 +1,9 @@
 """Exceptions raised by skbayes."""
 
+import os
+import sys
+import warnings
+
 __all__ = [
     "InputScaleWarning",
     "InvalidParameterError",
@@ -62,3 +66,19 @@ class MemoryLimitError(MemoryError, ValueError):
     instead. It subclasses ``MemoryError`` (what would otherwise happen) and
     ``ValueError`` (the input is too large for an exact dense computation).
     """
+
+
+_PACKAGE_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _warn(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the first caller outside skbayes: the user's
+    line (or the scikit-learn code that called the estimator), however deep in the
+    package the warning is raised."""
+    if sys.version_info >= (3, 12):
+        warnings.warn(message, category, skip_file_prefixes=(_PACKAGE_PREFIX,))
+        return
+    frame, level = sys._getframe(1), 1  # level 1: _warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_PREFIX):
+        frame, level = frame.f_back, level + 1
+    warnings.warn(message, category, stacklevel=level + 1)
