@@ -63,10 +63,11 @@ from torch import nn
 __all__ = ["ThreadScope", "limit_torch_threads", "network_macs_per_row", "policy_threads", "torch_thread_limit"]
 
 #: Multiply-adds of a network pass per thread: a call runs on ``work // WORK_PER_THREAD``
-#: threads (at least one). A dense product of this size takes about half a millisecond at
-#: one thread on an AVX-512 core in float64; below four times it, a second thread gained
-#: at most 1.6x on an idle 2-core machine and lost up to 100x when two other processes
-#: kept both cores busy (``benchmarks/bench_threads.py --micro``).
+#: threads (at least one). A float64 product of this size takes about half a millisecond
+#: on one AVX-512 core. On a 2-core machine a second thread gained at most 1.6x on products
+#: of 2e5 to 1e7 multiply-adds, and with two busy background processes it made them 10 to
+#: 500 times slower (``benchmarks/bench_threads.py --micro``): the threshold trades a
+#: possible gain on an idle machine for safety on a busy one.
 WORK_PER_THREAD = 1e7
 
 _OPENMP_BACKEND = None  # whether torch runs its intra-op kernels on OpenMP (checked once)
