@@ -191,6 +191,20 @@ PARAMS: dict[str, Entry] = {
         """
         Show a progress bar with the running training objective.""",
     ),
+    "n_threads": E(
+        "int or None",
+        """
+        Torch's intra-op CPU threads for ``fit``, ``partial_fit`` and the
+        prediction methods, set for the call and restored afterwards. None
+        chooses from the size of the work: one thread per ``1e7``
+        multiply-adds of a network pass over the rows processed together (a
+        minibatch times ``mc_samples`` in training), so small networks run on
+        one thread, and never more than ``torch.get_num_threads()``. An int
+        uses exactly that many threads. Both are capped by the share of the
+        cores a dask worker or the ``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS``
+        environment variables give the process. See the :ref:`threads section
+        <threads-section>` of the documentation.""",
+    ),
 }
 
 #: Fitted attributes shared by every network estimator, in docstring order.

@@ -10,9 +10,9 @@ arguments). Training itself runs in :mod:`skbayes._loop`.
 from __future__ import annotations
 
 import copy
+import functools
 import math
 import numbers
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -36,7 +36,7 @@ from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
-from ._parallel import limit_torch_threads
+from ._parallel import limit_torch_threads, network_macs_per_row
 from ._prior import WeightPrior
 from ._validation import (
     BOOLEAN,
@@ -50,13 +50,17 @@ from ._validation import (
     merged_constraints,
     validate_params,
 )
-from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning
+from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning, _warn
 from .metrics import mixture_log_likelihood
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
 #: Column standard deviations outside this range trigger an ``InputScaleWarning``.
 INPUT_SCALE = (1e-3, 1e3)
+
+#: A classifier warns that ``y`` looks like a regression target when its labels are numbers,
+#: more than ``REGRESSION_LIKE_CLASSES`` classes, with fewer than ``REGRESSION_LIKE_ROWS`` rows each.
+REGRESSION_LIKE_CLASSES, REGRESSION_LIKE_ROWS = 20, 5
 
 
 def _torch_dtype(dtype) -> torch.dtype:
@@ -114,6 +118,29 @@ def store_init_params(params):
 _POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
 
 
+def _shape_hint(X) -> tuple[int, int | None]:
+    """``(n_rows, n_features)`` of an input before validation (which gives the real
+    errors), for sizing the thread count; ``(1, None)`` when they cannot be read."""
+    try:
+        shape = X.shape if hasattr(X, "shape") else np.shape(X)
+        return max(int(shape[0]), 1), (int(shape[1]) if len(shape) > 1 else None)
+    except (TypeError, ValueError, IndexError):
+        return 1, None
+
+
+def _scoped_threads(method):
+    """Run a prediction method at the thread count of its work (``n_threads``, or the
+    automatic policy; see :mod:`skbayes._parallel`), restored afterwards."""
+
+    @functools.wraps(method)
+    def scoped(self, X, *args, **kwargs):
+        work = self._prediction_work(X) if hasattr(self, "posterior_") else 0.0
+        with self._threads(work):
+            return method(self, X, *args, **kwargs)
+
+    return scoped
+
+
 class BayesianNetwork(BaseEstimator):
     """Machinery shared by every skbayes network estimator (not public)."""
 
@@ -146,6 +173,7 @@ class BayesianNetwork(BaseEstimator):
         ],
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
+        "n_threads": [NONE, Interval(numbers.Integral, 1, 2**31 - 1, closed="both")],
     }
 
     # --- persistence: tensors and modules as numpy arrays (pickle and skops.io) ---------
@@ -211,6 +239,31 @@ class BayesianNetwork(BaseEstimator):
         bs = min(self._auto_batch_size, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
         return max(bs, 1)
 
+    # --- threads (skbayes._parallel) ------------------------------------------------------
+    def _network_work(self, rows, n_features=None, fresh=False):
+        """Multiply-adds of one network pass over ``rows`` rows (the thread policy's work
+        size): the fitted network's count (unless ``fresh``: a fit from scratch), else the
+        MLP's from its widths, else 0 (a custom module counts as small until it is built)."""
+        per_row = None if fresh else self.__dict__.get("_macs_per_row")
+        if per_row is None and self.module is None and n_features is not None:
+            widths = (n_features, *self._hidden_layer_sizes(), 1)
+            per_row = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
+        return float(per_row or 0) * rows
+
+    def _training_work(self, n_rows, n_features=None, fresh=False):
+        return self._network_work(self._batch_size(n_rows) * int(self.mc_samples), n_features, fresh)
+
+    def _prediction_work(self, X):
+        """The work of a prediction's network pass: up to 2048 rows under up to 16 weight
+        samples at once (as ``_outputs`` computes them)."""
+        n_rows, _ = _shape_hint(X)
+        rows = min(n_rows, 2048) * min(int(self.predict_samples), 16)
+        return self._network_work(rows, getattr(self, "n_features_in_", None))
+
+    def _threads(self, work):
+        """The thread scope of a call (``n_threads``, or the automatic policy for ``work``)."""
+        return limit_torch_threads(getattr(self, "n_threads", None), work)
+
     # --- initialisation -----------------------------------------------------------------
     def _effective_weights(self, sample_weight, n_rows):
         """``(weights, n_train)`` for training: the sample weights rescaled to mean one (a
@@ -242,6 +295,7 @@ class BayesianNetwork(BaseEstimator):
         net = net.to(device=self._device, dtype=self._dtype)
         if self.module is not None:
             self._check_module_widths(net, X, n_out)
+        self._macs_per_row = network_macs_per_row(copy.deepcopy(net).eval(), self._tensor(X[:2]))
         self.module_ = net
         self._forward = NetworkForward(net, ParamLayout(net), X.shape[1])
         gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
@@ -335,23 +389,23 @@ class BayesianNetwork(BaseEstimator):
         fitted = hasattr(self, "posterior_")
         reset = not (fitted and (incremental or self.warm_start))
         saved = self._fitted_state(deep=not reset)
+        work = self._training_work(*_shape_hint(X), fresh=reset)
         try:
-            with limit_torch_threads():
-                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight)
+            with self._threads(work) as threads:
+                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight, threads)
         except BaseException:
             self._restore_fitted_state(saved)
             raise
         if interrupted:
-            warnings.warn(
+            _warn(
                 f"{type(self).__name__}.fit was interrupted; the model is left at the end of "
                 f"its last completed epoch (n_iter_={self.n_iter_}).",
                 UserWarning,
-                stacklevel=3,
             )
             raise KeyboardInterrupt
         return self
 
-    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None):
+    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None, threads=None):
         n_iter_before = getattr(self, "n_iter_", 0) if not reset else 0
         X, y = self._validate_X_y(X, y, reset=reset)
         sw = None
@@ -364,6 +418,8 @@ class BayesianNetwork(BaseEstimator):
         family = self._make_family()
         if reset:
             self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
+        if threads is not None:  # the network is built now: its work is known
+            threads.update(self._training_work(X.shape[0]))
         validation = None
         if self.early_stopping and not incremental:
             if sw is None:
@@ -413,13 +469,12 @@ class BayesianNetwork(BaseEstimator):
             std = np.std(X, axis=0, dtype=np.float64)
         std = std[std > 0]
         if std.size and (std.min() < INPUT_SCALE[0] or std.max() > INPUT_SCALE[1]):
-            warnings.warn(
+            _warn(
                 f"{type(self).__name__}: the standard deviations of the input columns range from "
                 f"{std.min():.3g} to {std.max():.3g}. The network's priors and initialisation assume "
                 "features of roughly unit scale, and fits on inputs this far from it can fail; "
                 "standardise them (a StandardScaler in a Pipeline).",
                 InputScaleWarning,
-                stacklevel=4,
             )
 
     def _warn_poor_fit(self, X, y_enc, family):
@@ -430,13 +485,12 @@ class BayesianNetwork(BaseEstimator):
         f = self._outputs(self._tensor(X[rows]), n_samples=min(int(self.predict_samples), 8))
         worse, fit_score, const_score = self._training_fit_vs_constant(f, np.asarray(y_enc)[rows])
         if worse:
-            warnings.warn(
+            _warn(
                 f"{type(self).__name__}: the fitted model predicts its own training data worse than a "
                 f"constant does ({fit_score:.4g} against {const_score:.4g}). The fit has likely gone "
                 f"wrong: the step sizes may be too large ({family.step_sizes()}) or the inputs badly "
                 "scaled (standardise them).",
                 PoorFitWarning,
-                stacklevel=4,
             )
 
     def _validation_split(self, X, y, sample_weight=None):
@@ -477,7 +531,7 @@ class BayesianNetwork(BaseEstimator):
         """
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
-        with limit_torch_threads():
+        with self._threads(self._prediction_work(X)):
             return self._outputs(self._tensor(X), n_samples, seed)
 
     def _outputs(self, Xt, n_samples=None, seed=None):
@@ -511,6 +565,7 @@ class BayesianNetwork(BaseEstimator):
             return None
         return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
 
+    @_scoped_threads
     def sample_outputs(
         self, X: ArrayLike, n_samples: int | None = None, random_state: RandomStateLike = None
     ) -> np.ndarray:
@@ -728,6 +783,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
         return mean, var
 
+    @_scoped_threads
     def predict(self, X: ArrayLike, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Posterior predictive mean (and standard deviation).
 
@@ -782,6 +838,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         return self.predict(X, return_std=True)[1]
 
+    @_scoped_threads
     def log_likelihood(self, X: ArrayLike, y: ArrayLike, n_samples: int | None = None) -> float:
         """Mean per-point log-likelihood of ``y`` under the posterior predictive.
 
@@ -821,6 +878,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         check_consistent_length(f[0], y)
         return mixture_log_likelihood(y, f, self.noise_std_)
 
+    @_scoped_threads
     def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> np.ndarray:
         """Draw targets from the posterior predictive distribution.
 
@@ -901,12 +959,29 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
                     f"{type(self).__name__} needs samples of at least 2 classes in {where}; got 1 class: {labels[0]!r}."
                 )
             self.classes_ = labels
+            if classes is None:
+                self._warn_regression_like_labels(labels, len(y))
         else:
             if classes is not None and not np.array_equal(unique_labels(np.asarray(classes)), self.classes_):
                 raise ValueError(f"classes={classes!r} differs from the classes of the first call, {self.classes_!r}.")
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
             raise ValueError(f"y contains labels not in classes_: {unseen!r}.")
+
+    def _warn_regression_like_labels(self, labels, n_rows):
+        """Warn when ``y`` looks like a numeric regression target: integer labels, more than
+        ``REGRESSION_LIKE_CLASSES`` classes, and fewer than ``REGRESSION_LIKE_ROWS`` rows per
+        class on average (diabetes' target: 214 classes from 442 rows)."""
+        k = len(labels)
+        numeric = labels.dtype.kind in "iuf"
+        if numeric and k > REGRESSION_LIKE_CLASSES and n_rows < REGRESSION_LIKE_ROWS * k:
+            _warn(
+                f"{type(self).__name__}: y has {k} distinct numeric values in {n_rows} rows (fewer than "
+                f"{REGRESSION_LIKE_ROWS} rows per class): it looks like a regression target, and a "
+                "classifier learns one class per distinct value. For a numeric target use the "
+                f"{type(self).__name__.replace('Classifier', 'Regressor')}.",
+                UserWarning,
+            )
 
     def _make_likelihood(self):
         k = len(self.classes_)
@@ -1011,6 +1086,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             raise ValueError("classes must be passed on the first call to partial_fit.")
         return self._fit(X, y, incremental=True, classes=classes, sample_weight=sample_weight)
 
+    @_scoped_threads
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior predictive class probabilities.
 
@@ -1050,6 +1126,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
+    @_scoped_threads
     def predict_std(self, X: ArrayLike) -> np.ndarray:
         """Standard deviation of each class probability over the posterior.
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -31,6 +30,7 @@ from sklearn.exceptions import ConvergenceWarning
 
 from ._families.base import StepContext, kl_annealing_scale
 from ._linalg import max_abs
+from .exceptions import _warn
 
 #: Epochs in a row (at most ``n_iter_no_change``) the training objective must stay more than
 #: ``max(1, |best|)`` above its best before the fit is stopped and reverted to the best epoch.
@@ -246,7 +246,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
         except Divergence:
             restore(est, snap)
             outcome.diverged = True
-            warnings.warn(
+            _warn(
                 f"{name} diverged (non-finite values or weights beyond 1e8) in epoch {est.n_iter_ + 1}: "
                 f"training stopped and the posterior reverted to the end of epoch {est.n_iter_}. "
                 f"The learning rate is likely too large ({family.step_sizes()}) or the "
@@ -265,7 +265,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
         if guard is not None and guard.update(loss):
             restore(est, guard.best_snapshot)
             outcome.unstable = True
-            warnings.warn(
+            _warn(
                 f"{name}: the training objective per example (loss_curve_) rose "
                 f"from {guard.best:.4g} to {loss:.4g} and stayed up for {guard.n_above} epochs (epoch "
                 f"{est.n_iter_}): training stopped and the "
@@ -297,7 +297,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
         and n_epochs > 0
         and not (outcome.converged or outcome.diverged or outcome.unstable or outcome.interrupted)
     ):
-        warnings.warn(
+        _warn(
             f"{name}: maximum iterations ({n_epochs}) reached and the optimization hasn't converged yet.",
             ConvergenceWarning,
         )

@@ -580,6 +580,10 @@ class KronLayer(SharedOnCopy):
         return g.reshape(-1, 1, g.shape[-1]) if g.dim() == 2 else g.reshape(g.shape[0], -1, g.shape[-1])
 
 
+#: The initialisations that regress layer by layer (they need ``kron_layers``).
+_LAYERWISE_INITS = "'iblm', 'iblm_random', 'uninformative', 'heuristic', 'xavier', 'orthogonal' or 'lsuv'"
+
+
 def kron_layers(module, layout):
     """The Kronecker blocks of ``module``, or a clear error for an unsupported layer."""
     pos = dict(zip(layout.names, layout.offsets))
@@ -600,9 +604,11 @@ def kron_layers(module, layout):
         else:
             raise UnsupportedLayerError(
                 f"Layer {name or '<root>'!r} ({type(mod).__name__}) has parameters but is not an nn.Linear or "
-                "an nn.Conv2d (groups=1, zero padding given as integers, not 'same'/'valid'): the "
-                "Kronecker-factored posteriors cannot represent it. "
-                "Use SLANG for such modules, or make the layer parameter-free."
+                "an nn.Conv2d (groups=1, zero padding given as integers, not 'same'/'valid'). The "
+                "Kronecker-factored posteriors (NoisyKFAC and NoisyEKFAC estimators) and the layer-wise "
+                f"initialisations (init={_LAYERWISE_INITS}) need every parameterised layer to be one of these. "
+                "The SLANG, VOGN, Vadam, BBB and MCDropout estimators accept any module (with init='default'); "
+                "or make the layer parameter-free."
             )
     covered = sum(l.p * l.n for l in layers)
     if covered != layout.size:

@@ -49,6 +49,7 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        n_threads=None,
     ):
         store_init_params(locals())
 
@@ -82,6 +83,7 @@ class MCDropoutClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        n_threads=None,
     ):
         store_init_params(locals())
 

@@ -1,5 +1,9 @@
 """Exceptions raised by skbayes."""
 
+import os
+import sys
+import warnings
+
 __all__ = [
     "InputScaleWarning",
     "InvalidParameterError",
@@ -62,3 +66,34 @@ class MemoryLimitError(MemoryError, ValueError):
     instead. It subclasses ``MemoryError`` (what would otherwise happen) and
     ``ValueError`` (the input is too large for an exact dense computation).
     """
+
+
+_PACKAGE_PREFIX = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _library_prefixes() -> tuple[str, ...]:
+    """The directories of the libraries that call estimators for the user (scikit-learn's
+    pipelines and searches, joblib), among those already imported."""
+    out = []
+    for name in ("sklearn", "joblib"):
+        module = sys.modules.get(name)
+        if module is not None and getattr(module, "__file__", None):
+            out.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+    return tuple(out)
+
+
+def _warn(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the user's line: the first caller outside skbayes,
+    and beyond it outside scikit-learn and joblib (a Pipeline, a search) when the stack
+    reaches user code at all (in a joblib worker it does not: then the first caller
+    outside skbayes)."""
+    frame, level = sys._getframe(1), 1  # level 1: _warn's caller
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_PREFIX):
+        frame, level = frame.f_back, level + 1
+    prefixes = _library_prefixes()
+    outer, outer_level = frame, level
+    while outer is not None and outer.f_code.co_filename.startswith(prefixes + (_PACKAGE_PREFIX,)):
+        outer, outer_level = outer.f_back, outer_level + 1
+    if outer is not None:
+        level = outer_level
+    warnings.warn(message, category, stacklevel=level + 1)

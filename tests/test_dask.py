@@ -12,8 +12,12 @@ import numpy as np
 import pytest
 import torch
 
-distributed = pytest.importorskip("distributed")
-pytest.importorskip("dask_ml")
+_WHY = (
+    "needs dask's distributed scheduler and dask-ml, which the test extra installs: "
+    'pip install -c constraints.txt -e ".[test]"'
+)
+distributed = pytest.importorskip("distributed", reason=_WHY)
+pytest.importorskip("dask_ml", reason=_WHY)
 
 import dask.array as da  # noqa: E402
 import joblib  # noqa: E402

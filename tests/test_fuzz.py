@@ -642,6 +642,7 @@ SPECIAL = {
     "random_state": [None, 0, -1, 2**32, 2**63, 1.5, "x", True, np.random.RandomState(0), np.random.default_rng(0)],
     "verbose": [True, False, 0, 1, 2, -1, 1.5, "x", None, NAN],
     "rank": [0, 1, 1000, -1, 1.5, NAN, "x", None, True, np.int64(2)],
+    "n_threads": [None, 1, 2, np.int64(1), 0, -1, 2**31, 1.5, NAN, "x", True],
 }
 BOOLEANS = [True, False, np.bool_(True), 0, 1, "x", None, NAN]
 #: Parameters that only matter with another one set.

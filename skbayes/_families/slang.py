@@ -3,13 +3,13 @@ back-propagated per-example gradients; mean-field VOGN is its rank-0 case."""
 
 import math
 import numbers
-import warnings
 
 import torch
 
 from .._curvature import per_example_curvature
 from .._docs import E
 from .._validation import NONE, Interval
+from ..exceptions import _warn
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
 from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, start_precision, weighted_sum
@@ -129,11 +129,10 @@ class SLANGFamily(PosteriorFamily):
         D = mean.shape[0]
         L = min(int(self.rank), D)
         if int(self.rank) > max(D, DEFAULT_RANK):  # the default is clipped silently on tiny networks
-            warnings.warn(
+            _warn(
                 f"rank={self.rank} exceeds the number of weights of the network ({D}); using "
                 f"rank={D}, a full-Gaussian posterior (pass rank <= {D} to silence this warning).",
                 UserWarning,
-                stacklevel=2,
             )
         if precision is None:
             d0 = start_precision(mean, prior_precision, n_train)

@@ -11,12 +11,11 @@ which each family maps into its own structure.
 - :mod:`.batched_blr`: the batched Bayesian linear regression engine of i-BLM.
 """
 
-import warnings
 from dataclasses import dataclass
 
 import torch
 
-from ..exceptions import UnsupportedLayerError
+from ..exceptions import UnsupportedLayerError, _warn
 from . import iblm as _iblm_module
 from .baselines import simple_init
 
@@ -64,9 +63,9 @@ def initial_moments(
             "use a larger one); init='default' avoids the regression."
         ) from exc
     except UnsupportedLayerError as exc:
-        warnings.warn(
-            f"init={kind!r} handles networks whose parameterised layers are nn.Linear / nn.Conv2d; "
-            f"falling back to init='default' ({exc})",
+        _warn(
+            f"init={kind!r} handles networks whose parameterised layers are nn.Linear / nn.Conv2d, so this "
+            f"fit starts from init='default' instead; pass init='default' to choose it. ({exc})",
             UserWarning,
         )
         return layout.flatten_module(module).clone(), None, None

@@ -1,0 +1,189 @@
+"""Warnings a user sees: none from the README quickstart and from default fits that converge,
+each real one attributed to the user's own line, and clear words for common mistakes
+(a regression target given to a classifier, a layer the Kronecker families cannot take)."""
+
+import warnings
+
+import numpy as np
+import pytest
+import torch
+from sklearn.datasets import load_breast_cancer, load_diabetes, load_digits, load_iris
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.preprocessing import StandardScaler
+from torch import nn
+
+import skbayes
+from skbayes.exceptions import InputScaleWarning, UnsupportedLayerError
+
+
+def _data(name):
+    loader = {"diabetes": load_diabetes, "breast_cancer": load_breast_cancer, "digits": load_digits}[name]
+    X, y = loader(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+@pytest.fixture(scope="module")
+def quickstart():
+    """The README quickstart's fitted SLANGRegressor and the warnings it raised."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        # the README's quickstart, as written there
+        from sklearn.datasets import load_diabetes
+        from sklearn.model_selection import train_test_split
+        from sklearn.pipeline import make_pipeline
+        from sklearn.preprocessing import StandardScaler
+
+        from skbayes import SLANGClassifier, SLANGRegressor
+
+        X, y = load_diabetes(return_X_y=True)
+        X_train, X_test, y_train, y_test = train_test_split(X, y, random_state=0)
+
+        reg = make_pipeline(StandardScaler(), SLANGRegressor(hidden_layer_sizes=(20,), rank=8, random_state=0))
+        reg.fit(X_train, y_train)
+        mean, std = reg.predict(X_test, return_std=True)
+        reg.score(X_test, y_test)
+        slang = reg[-1]
+        slang.posterior_.variance()
+        slang.sample_outputs(reg[:-1].transform(X_test), n_samples=50)
+        slang.log_likelihood(reg[:-1].transform(X_test), y_test)
+        SLANGClassifier(hidden_layer_sizes=(50,), random_state=0)
+    return slang, caught
+
+
+def test_readme_quickstart_warns_about_nothing_but_convergence(quickstart):
+    _, caught = quickstart
+    assert [str(w.message) for w in caught if not issubclass(w.category, ConvergenceWarning)] == []
+
+
+@pytest.mark.xfail(
+    reason="on 331 rows an epoch is 6 steps, and the objective keeps falling until about epoch 300 "
+    "(the posterior precision's moving average, with a time constant counted in steps) while the "
+    "test R^2 and log-likelihood have settled by epoch 200",
+    raises=ConvergenceWarning,
+    strict=False,
+)
+def test_readme_quickstart_stops_by_its_rule(quickstart):
+    slang, caught = quickstart
+    for w in caught:
+        if issubclass(w.category, ConvergenceWarning):
+            assert w.filename == __file__  # at least it names the user's line (inside a Pipeline)
+            raise w.category(str(w.message))
+    assert slang.n_iter_ < slang.max_iter
+
+
+# Default fits (random_state=0 only) that stop by their rule, quickly enough for the suite.
+QUIET_DEFAULT_FITS = [
+    ("NoisyKFACRegressor", "diabetes"),
+    ("NoisyEKFACRegressor", "diabetes"),
+    ("VOGNRegressor", "diabetes"),
+    ("BBBRegressor", "diabetes"),
+    ("MCDropoutRegressor", "diabetes"),
+    ("NoisyKFACClassifier", "breast_cancer"),
+    ("VOGNClassifier", "breast_cancer"),
+]
+# Still short of convergence at max_iter=200 on these data (see the test's reason).
+NOT_YET_CONVERGED = [("VadamRegressor", "diabetes"), ("VadamClassifier", "breast_cancer")]
+
+
+@pytest.mark.parametrize("name, data", QUIET_DEFAULT_FITS)
+def test_default_fits_are_quiet(name, data):
+    X, y = _data(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = getattr(skbayes, name)(random_state=0).fit(X, y)
+    assert est.n_iter_ < est.max_iter
+
+
+@pytest.mark.xfail(
+    reason="Vadam/Vprop's squared-gradient average s forgets its start with a time constant of "
+    "1 / (1 - beta2) = 1000 steps, and an epoch on these data is 7-9 steps: at max_iter=200 the "
+    "objective still falls steadily (by about 0.005 per example per epoch on diabetes)",
+    raises=ConvergenceWarning,
+    strict=False,
+)
+@pytest.mark.parametrize("name, data", NOT_YET_CONVERGED)
+def test_default_vadam_fits_converge(name, data):
+    X, y = _data(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        getattr(skbayes, name)(random_state=0).fit(X, y)
+
+
+def test_a_divergence_warning_points_at_the_callers_line():
+    X, y = load_digits(return_X_y=True)
+    est = skbayes.NoisyEKFACClassifier(
+        hidden_layer_sizes=(8,), learning_rate=1e3, kl_clip=None, momentum=0.0, max_iter=5, init="default"
+    )
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.set_params(random_state=0, dtype="float32").fit(X[:200] / 16.0 * 1e18, y[:200])
+    diverged = [w for w in caught if issubclass(w.category, ConvergenceWarning) and "diverged" in str(w.message)]
+    assert diverged, [str(w.message) for w in caught]
+    scale = [w for w in caught if issubclass(w.category, InputScaleWarning)]
+    for w in diverged + scale:
+        assert w.filename == __file__, (w.filename, str(w.message))
+
+
+def test_a_warning_in_a_pipeline_or_a_search_points_at_the_users_line():
+    from sklearn.model_selection import cross_val_score
+    from sklearn.pipeline import make_pipeline
+
+    X, y = _data("diabetes")
+    pipe = make_pipeline(StandardScaler(), skbayes.VOGNRegressor(hidden_layer_sizes=(4,), max_iter=1, random_state=0))
+    with pytest.warns(ConvergenceWarning, match="maximum iterations") as caught:
+        pipe.fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="maximum iterations") as caught_cv:
+        cross_val_score(pipe, X, y, cv=2)
+    assert caught and caught_cv
+    assert all(w.filename == __file__ for w in list(caught) + list(caught_cv))
+
+
+def test_regression_like_integer_targets_warn_a_classifier():
+    X, y = _data("diabetes")  # 214 distinct integers in 442 rows
+    with pytest.warns(UserWarning, match=r"214 distinct numeric values in 442 rows.*VOGNRegressor") as caught:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            skbayes.VOGNClassifier(hidden_layer_sizes=(4,), max_iter=1, random_state=0).fit(X, y)
+    assert any(w.filename == __file__ for w in caught)
+
+
+@pytest.mark.parametrize(
+    "labels",
+    [
+        load_digits(return_X_y=True)[1][:300],  # 10 classes
+        load_iris(return_X_y=True)[1],  # 3 classes
+        np.repeat(np.arange(30), 5),  # 30 classes of 5 rows: a real multi-class problem
+        np.array([f"c{i}" for i in range(60)] * 2),  # many classes, but strings
+    ],
+    ids=["digits", "iris", "30x5", "strings"],
+)
+def test_classification_targets_do_not_warn(labels):
+    X = np.random.RandomState(0).standard_normal((len(labels), 3))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        skbayes.VOGNClassifier(hidden_layer_sizes=(4,), max_iter=1, random_state=0).fit(X, labels)
+
+
+def _layer_norm_net(n_in, n_out):
+    return nn.Sequential(nn.Linear(n_in, 8), nn.LayerNorm(8), nn.Tanh(), nn.Linear(8, n_out))
+
+
+def test_the_unsupported_layer_message_names_the_estimators_that_take_it():
+    X, y = _data("breast_cancer")
+    with pytest.raises(UnsupportedLayerError) as info:
+        skbayes.NoisyKFACClassifier(module=_layer_norm_net, max_iter=1, random_state=0).fit(X, y)
+    msg = str(info.value)
+    assert "LayerNorm" in msg and "NoisyKFAC and NoisyEKFAC" in msg
+    assert "SLANG, VOGN, Vadam, BBB and MCDropout estimators accept any module" in msg
+    # a SLANG user is told about the initialisation, not to "use SLANG"
+    with pytest.warns(UserWarning, match="init='iblm' handles networks") as caught:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            skbayes.SLANGClassifier(module=_layer_norm_net, max_iter=1, random_state=0).fit(X, y)
+    assert all(w.filename == __file__ for w in caught if "init=" in str(w.message))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        skbayes.SLANGClassifier(module=_layer_norm_net, init="default", max_iter=1, random_state=0).fit(X, y)
+    assert torch.get_num_threads() >= 1
