@@ -867,11 +867,14 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         if self._is_multi():
             f = self.sample_outputs(X, n_samples=n_samples)  # (S, n, k) in the units of y
-            y = check_array(y, ensure_2d=True, dtype=np.float64)
-            if y.shape != f.shape[1:]:
-                raise ValueError(f"y must have shape {f.shape[1:]} (rows of X, targets at fit time), got {y.shape}.")
+            y_arr: np.ndarray = check_array(y, ensure_2d=True, dtype=np.float64)
+            y = y_arr
+            if y_arr.shape != f.shape[1:]:
+                raise ValueError(
+                    f"y must have shape {f.shape[1:]} (rows of X, targets at fit time), got {y_arr.shape}."
+                )
             std = np.asarray(self.noise_std_, dtype=np.float64)
-            logp = (-0.5 * ((y[None] - f) / std) ** 2 - np.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
+            logp = (-0.5 * ((y_arr[None] - f) / std) ** 2 - np.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
             return float(np.mean(logsumexp(logp, axis=0) - math.log(f.shape[0])))
         f = self.sample_outputs(X, n_samples=n_samples)[..., 0]
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)

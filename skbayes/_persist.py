@@ -35,7 +35,7 @@ from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make
 #: Version of the portable format (stored, checked on load).
 FORMAT = 1
 
-_ACTIVATION_NAMES = {}
+_ACTIVATION_NAMES: dict[type, str] = {}
 for _name, _cls in ACTIVATIONS.items():
     _ACTIVATION_NAMES.setdefault(_cls, _name)
 

@@ -1,8 +1,11 @@
 """Exceptions raised by skbayes."""
 
+from __future__ import annotations
+
 import os
 import sys
 import warnings
+from types import FrameType
 
 __all__ = [
     "InputScaleWarning",
@@ -77,8 +80,9 @@ def _library_prefixes() -> tuple[str, ...]:
     out = []
     for name in ("sklearn", "joblib"):
         module = sys.modules.get(name)
-        if module is not None and getattr(module, "__file__", None):
-            out.append(os.path.dirname(os.path.abspath(module.__file__)) + os.sep)
+        path = getattr(module, "__file__", None) if module is not None else None
+        if path:
+            out.append(os.path.dirname(os.path.abspath(path)) + os.sep)
     return tuple(out)
 
 
@@ -87,11 +91,13 @@ def _warn(message: str, category: type[Warning]) -> None:
     and beyond it outside scikit-learn and joblib (a Pipeline, a search) when the stack
     reaches user code at all (in a joblib worker it does not: then the first caller
     outside skbayes)."""
-    frame, level = sys._getframe(1), 1  # level 1: _warn's caller
+    frame: FrameType | None = sys._getframe(1)
+    level = 1  # level 1: _warn's caller
     while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE_PREFIX):
         frame, level = frame.f_back, level + 1
     prefixes = _library_prefixes()
-    outer, outer_level = frame, level
+    outer: FrameType | None = frame
+    outer_level = level
     while outer is not None and outer.f_code.co_filename.startswith(prefixes + (_PACKAGE_PREFIX,)):
         outer, outer_level = outer.f_back, outer_level + 1
     if outer is not None:
