@@ -76,10 +76,15 @@ PARAMS: dict[str, Entry] = {
         tempers the posterior (down-weights the prior).""",
     ),
     "max_iter": E(
-        "int",
+        "'auto' or int",
         """
-        Maximum number of epochs (passes over the training data). ``0`` only
-        initialises the posterior (see ``init``) and trains no epoch.""",
+        Maximum number of epochs (passes over the training data); the fit stops
+        earlier by its rule (``tol``, ``n_iter_no_change``, ``early_stopping``).
+        ``'auto'`` allows enough epochs for 10,000 optimiser steps, at least 200
+        and at most 1000 epochs: the methods' step sizes and moving averages count
+        steps, and a small data set has few steps per epoch (diabetes at the default
+        minibatch: 6, so 1000 epochs; 60,000 rows in minibatches of 200: 200 epochs).
+        ``0`` only initialises the posterior (see ``init``) and trains no epoch.""",
     ),
     "batch_size": E(
         "int or 'auto'",

@@ -141,6 +141,12 @@ def _scoped_threads(method):
     return scoped
 
 
+#: ``max_iter='auto'``: enough epochs for this many optimiser steps ...
+AUTO_MIN_STEPS = 10_000
+#: ... and at least the first, at most the second number of epochs.
+AUTO_EPOCHS = (200, 1000)
+
+
 class BayesianNetwork(BaseEstimator):
     """Machinery shared by every skbayes network estimator (not public)."""
 
@@ -155,7 +161,7 @@ class BayesianNetwork(BaseEstimator):
         "hidden_layer_sizes": [Check(_is_layer_sizes, "a tuple of positive ints")],
         "activation": [Options(tuple(ACTIVATIONS))],
         "module": [NONE, instance_of(nn.Module, "a torch.nn.Module"), CALLABLE],
-        "max_iter": [Interval(numbers.Integral, 0, None, closed="left")],
+        "max_iter": [Options(("auto",)), Interval(numbers.Integral, 0, None, closed="left")],
         "batch_size": [Options(("auto",)), Interval(numbers.Integral, 1, None, closed="left")],
         "mc_samples": _POSITIVE_INT,
         "predict_samples": _POSITIVE_INT,
@@ -234,6 +240,16 @@ class BayesianNetwork(BaseEstimator):
     @property
     def _device(self):
         return self.__dict__.get("_fitted_device") or torch.device(self.device)
+
+    def _max_epochs(self, n_rows: int) -> int:
+        """``max_iter`` as a number of epochs: ``'auto'`` gives the optimiser at least
+        :data:`AUTO_MIN_STEPS` steps (the methods' step sizes and moving averages count steps,
+        and a small data set has few per epoch), within :data:`AUTO_EPOCHS`."""
+        if self.max_iter != "auto":
+            return int(self.max_iter)
+        lo, hi = AUTO_EPOCHS
+        steps_per_epoch = math.ceil(n_rows / self._batch_size(n_rows))
+        return int(min(hi, max(lo, math.ceil(AUTO_MIN_STEPS / steps_per_epoch))))
 
     def _batch_size(self, n):
         bs = min(self._auto_batch_size, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
@@ -430,7 +446,7 @@ class BayesianNetwork(BaseEstimator):
                 X, y_enc, sw, Xv, yv, swv = self._validation_split(X, y_enc, sw)
                 Xv_t = self._tensor(Xv)
                 validation = lambda: self._validation_score(Xv_t, yv, swv)  # noqa: E731
-        n_epochs = 1 if incremental else int(self.max_iter)
+        n_epochs = 1 if incremental else self._max_epochs(X.shape[0])
         weights, n_train = (None, None) if sw is None else self._effective_weights(sw, X.shape[0])
         outcome = _loop.run_epochs(
             self,

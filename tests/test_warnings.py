@@ -50,25 +50,12 @@ def quickstart():
     return slang, caught
 
 
-def test_readme_quickstart_warns_about_nothing_but_convergence(quickstart):
-    _, caught = quickstart
-    assert [str(w.message) for w in caught if not issubclass(w.category, ConvergenceWarning)] == []
-
-
-@pytest.mark.xfail(
-    reason="on 331 rows an epoch is 6 steps, and the objective keeps falling until about epoch 300 "
-    "(the posterior precision's moving average, with a time constant counted in steps) while the "
-    "test R^2 and log-likelihood have settled by epoch 200",
-    raises=ConvergenceWarning,
-    strict=False,
-)
 def test_readme_quickstart_stops_by_its_rule(quickstart):
+    # max_iter='auto': on 331 rows an epoch is 6 steps, so up to 1000 epochs; the fit stops by
+    # its tolerance rule well before (at 346 epochs)
     slang, caught = quickstart
-    for w in caught:
-        if issubclass(w.category, ConvergenceWarning):
-            assert w.filename == __file__  # at least it names the user's line (inside a Pipeline)
-            raise w.category(str(w.message))
-    assert slang.n_iter_ < slang.max_iter
+    assert [str(w.message) for w in caught] == []
+    assert slang.n_iter_ < 1000
 
 
 # Default fits (random_state=0 only) that stop by their rule, quickly enough for the suite.
@@ -80,9 +67,11 @@ QUIET_DEFAULT_FITS = [
     ("MCDropoutRegressor", "diabetes"),
     ("NoisyKFACClassifier", "breast_cancer"),
     ("VOGNClassifier", "breast_cancer"),
+    # Vadam's squared-gradient average forgets its start with a time constant of
+    # 1 / (1 - beta2) = 1000 steps: max_iter='auto' gives it the epochs for 10,000 steps
+    ("VadamRegressor", "diabetes"),
+    ("VadamClassifier", "breast_cancer"),
 ]
-# Still short of convergence at max_iter=200 on these data (see the test's reason).
-NOT_YET_CONVERGED = [("VadamRegressor", "diabetes"), ("VadamClassifier", "breast_cancer")]
 
 
 @pytest.mark.parametrize("name, data", QUIET_DEFAULT_FITS)
@@ -91,22 +80,7 @@ def test_default_fits_are_quiet(name, data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est = getattr(skbayes, name)(random_state=0).fit(X, y)
-    assert est.n_iter_ < est.max_iter
-
-
-@pytest.mark.xfail(
-    reason="Vadam/Vprop's squared-gradient average s forgets its start with a time constant of "
-    "1 / (1 - beta2) = 1000 steps, and an epoch on these data is 7-9 steps: at max_iter=200 the "
-    "objective still falls steadily (by about 0.005 per example per epoch on diabetes)",
-    raises=ConvergenceWarning,
-    strict=False,
-)
-@pytest.mark.parametrize("name, data", NOT_YET_CONVERGED)
-def test_default_vadam_fits_converge(name, data):
-    X, y = _data(data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        getattr(skbayes, name)(random_state=0).fit(X, y)
+    assert est.n_iter_ < 1000  # stopped by its rule (a ConvergenceWarning would have raised)
 
 
 def test_a_divergence_warning_points_at_the_callers_line():
