@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 from . import _loop
 from ._families.base import PosteriorFamily, kl_annealing_scale
-from ._init import INITS, initial_moments, initial_precision
+from ._init import INITS, diagnose, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, init_layers, make_module
@@ -277,6 +277,8 @@ class BayesianNetwork(BaseEstimator):
         self._forward = NetworkForward(net, ParamLayout(net), X.shape[1])
         gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         Xt, yt = self._tensor(X), self._target_tensor(y_enc)
+        if not all_finite(Xt):  # finite float64 values beyond float32's range
+            raise ValueError(f"{type(self).__name__}: {diagnose(Xt, 1.0)}")
         self._prior = WeightPrior(
             family.prior_groups(self._forward),
             self._forward.layout.size,
