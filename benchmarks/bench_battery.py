@@ -239,14 +239,14 @@ def _concurrency_case(cls, params, is_clf):
     rng, dtype = torch.random.get_rng_state(), torch.get_default_dtype()
 
     def fit(e):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return _outputs(clone(e).fit(X, y), X, is_clf)
+        return _outputs(clone(e).fit(X, y), X, is_clf)
 
     try:
-        serial = [fit(est) for _ in range(2)]
-        with ThreadPoolExecutor(max_workers=4) as pool:
-            threaded = list(pool.map(fit, [est] * 4))
+        with warnings.catch_warnings():  # the filters are process-wide: set them here, not in the threads
+            warnings.simplefilter("ignore")
+            serial = [fit(est) for _ in range(2)]
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                threaded = list(pool.map(fit, [est] * 4))
     except Exception as exc:  # noqa: BLE001
         return "crash", f"{type(exc).__name__}: {str(exc)[:120]}"
     if not all(np.array_equal(t, serial[0]) for t in serial + threaded):

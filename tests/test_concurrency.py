@@ -6,7 +6,6 @@ state (the global random generator, the default dtype) must be left as it was.
 """
 
 import random
-import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -34,11 +33,11 @@ def _data(cls):
 
 
 def _fit_and_predict(est, X, y):
-    """The fitted posterior mean, the predictions and the loss curve of a fit of ``est``."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X, y)
-        pred = est.predict_proba(X) if is_classifier(est) else np.stack(est.predict(X, return_std=True))
+    """The fitted posterior mean, the predictions and the loss curve of a fit of ``est``
+    (the caller silences the short fits' warnings: the filters are process-wide, so threads
+    must not change them)."""
+    est.fit(X, y)
+    pred = est.predict_proba(X) if is_classifier(est) else np.stack(est.predict(X, return_std=True))
     return est.posterior_.mean_t.detach().cpu().numpy().copy(), pred, np.asarray(est.loss_curve_)
 
 
@@ -56,6 +55,7 @@ def _jobs():
     return jobs
 
 
+@pytest.mark.filterwarnings("ignore")
 def test_concurrent_fits_equal_serial_fits_bit_for_bit():
     jobs = _jobs()
     rng_before, dtype_before = torch.random.get_rng_state(), torch.get_default_dtype()
@@ -78,6 +78,7 @@ def test_concurrent_fits_equal_serial_fits_bit_for_bit():
     assert torch.get_default_dtype() == dtype_before
 
 
+@pytest.mark.filterwarnings("ignore")
 @pytest.mark.parametrize("cls", NETWORK_ESTIMATORS, ids=lambda c: c.__name__)
 def test_fit_ignores_and_keeps_torch_global_state(cls):
     """A fit reads neither torch's global random state nor its default dtype, and changes
