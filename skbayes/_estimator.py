@@ -136,6 +136,8 @@ class _Structure:
 
 def _short(value) -> str:
     """A one-line description of a parameter value for messages."""
+    if isinstance(value, (torch.dtype, torch.device)):  # as the user spells them: 'float32', 'cuda:0'
+        return repr(str(value).removeprefix("torch."))
     if isinstance(value, nn.Module):
         return f"a {type(value).__name__} instance"
     if callable(value):
