@@ -66,6 +66,7 @@ def main():
     parser.add_argument("--max-iter", type=int, default=50)
     parser.add_argument("--only", default=None)
     parser.add_argument("--fashion", type=int, default=0, help="rows of a Fashion-MNIST subset (0: none)")
+    parser.add_argument("--data", default=None, help="comma-separated data sets (default: all)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     fashion = _fashion(args.fashion) if args.fashion else None
@@ -74,6 +75,8 @@ def main():
     )
     print("|---|---|---:|---:|---:|---:|---:|")
     for data, (kind, Xtr, Xte, ytr, yte) in datasets(fashion).items():
+        if args.data and data not in args.data.split(","):
+            continue
         suffix = "Regressor" if kind == "reg" else "Classifier"
         for name in [n for n in skbayes.__all__ if n.endswith(suffix)]:
             if args.only and name not in args.only.split(","):
