@@ -355,12 +355,15 @@ class BayesianNetwork(BaseEstimator):
         ``structural_params``. A continuing fit (``warm_start``, ``partial_fit``) cannot
         apply a change of them."""
         own = self.module is None
+        device = torch.device(self.device)
+        if device.type == "cuda" and device.index is None:  # 'cuda' is the current device: 'cuda:0' is the same
+            device = torch.device("cuda", torch.cuda.current_device())
         values = {
             "hidden_layer_sizes": self._hidden_layer_sizes() if own else None,
             "activation": self.activation if own else None,
             "module": self.module,
             "dtype": _torch_dtype(self.dtype),
-            "device": torch.device(self.device),
+            "device": device,
         }
         for name in self._family.structural_params:
             values[name] = getattr(self, name)
