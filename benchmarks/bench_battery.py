@@ -13,13 +13,26 @@ Each case ends in one of four outcomes:
   ``max_iter`` one;
 - ``crash``: any other exception, or an error message from the internals.
 
-Run: ``python benchmarks/bench_battery.py`` (about 3 minutes on 2 cores). Prints a
-table of outcomes per estimator and lists every case that is ``silent`` or ``crash``.
+Besides bad input and extreme parameters, three categories of a fit's surroundings:
+
+- ``concurrency``: clones fitted in 4 threads at once must equal serial fits bit for bit
+  and leave torch's global RNG and default dtype alone (else ``silent``);
+- ``continuing``: after ``set_params`` of a structural parameter (``hidden_layer_sizes``,
+  ``activation``, ``dtype``, MC dropout's rates) a ``warm_start`` fit must warn and equal
+  a new fit, ``partial_fit`` must refuse clearly (``error``); a changed
+  ``prior_precision`` must be applied by a continuing fit;
+- ``dtype``: ``dtype='float32'`` with the default start must fit standardised data
+  (an exception is a ``crash``) and score within 0.05 of float64 (else ``silent``).
+
+Run: ``python benchmarks/bench_battery.py`` (about 5 minutes on 2 cores). Prints a
+table of outcomes per estimator and per category, and lists every case that is
+``silent`` or ``crash``.
 """
 
 from __future__ import annotations
 
 import argparse
+import collections
 import tempfile
 import warnings
 
@@ -197,12 +210,129 @@ def run_case(cls, params, case, is_clf):
     return "silent", "fit worse than a constant, no warning" + (f" ({others})" if others else "")
 
 
+# --- fits that share a process, continuing fits, dtype ----------------------------------------
+#: Structural parameters and a changed value (those an estimator has): a continuing fit
+#: cannot apply them, so a warm_start fit must start afresh with a warning and
+#: partial_fit must refuse.
+STRUCTURAL = {
+    "hidden_layer_sizes": (4,),
+    "activation": "tanh",
+    "dtype": "float32",
+    "dropout": 0.3,
+    "input_dropout": 0.2,
+}
+
+
+def _outputs(est, X, is_clf):
+    return est.predict_proba(X) if is_clf else np.stack(est.predict(X, return_std=True))
+
+
+def _concurrency_case(cls, params, is_clf):
+    """Four clones fitted in four threads at once against the same fits one after another:
+    'ok' when they agree bit for bit and torch's global RNG and default dtype are unchanged."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from sklearn.base import clone
+
+    X, y = _clf() if is_clf else _reg()
+    est = cls(**params)
+    rng, dtype = torch.random.get_rng_state(), torch.get_default_dtype()
+
+    def fit(e):
+        return _outputs(clone(e).fit(X, y), X, is_clf)
+
+    try:
+        with warnings.catch_warnings():  # the filters are process-wide: set them here, not in the threads
+            warnings.simplefilter("ignore")
+            serial = [fit(est) for _ in range(2)]
+            with ThreadPoolExecutor(max_workers=4) as pool:
+                threaded = list(pool.map(fit, [est] * 4))
+    except Exception as exc:  # noqa: BLE001
+        return "crash", f"{type(exc).__name__}: {str(exc)[:120]}"
+    if not all(np.array_equal(t, serial[0]) for t in serial + threaded):
+        return "silent", "fits in threads differ from serial fits"
+    if not (torch.equal(torch.random.get_rng_state(), rng) and torch.get_default_dtype() == dtype):
+        return "silent", "torch's global RNG or default dtype changed"
+    return "ok", ""
+
+
+def _continuing_cases(cls, params, is_clf):
+    """After ``set_params`` of a structural parameter: a warm_start fit must warn and equal a
+    new fit; partial_fit must refuse clearly. After a change of ``prior_precision``: a
+    continuing fit must apply it. Yields ``(case, outcome, detail)``."""
+    names = cls().get_params()
+    if "warm_start" not in names:
+        return
+    X, y = _clf() if is_clf else _reg()
+    base = {**params, "max_iter": 3}
+    for name, value in STRUCTURAL.items():
+        if name not in names:
+            continue
+        for how in ("warm_start", "partial_fit"):
+            case = f"continuing: {how} after {name}={value!r}"
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    est = cls(**base, warm_start=True).fit(X, y).set_params(**{name: value})
+                    if how == "warm_start":
+                        est.fit(X, y)
+                        fresh = cls(**{**base, name: value}, warm_start=True).fit(X, y)
+                    else:
+                        est.partial_fit(X, y)
+                except Exception as exc:  # noqa: BLE001
+                    outcome = "error" if how == "partial_fit" and _clear(exc) and name in str(exc) else "crash"
+                    yield case, outcome, f"{type(exc).__name__}: {str(exc)[:120]}"
+                    continue
+            if how == "partial_fit":
+                yield case, "silent", "partial_fit accepted a changed structure"
+                continue
+            warned = any(name in str(w.message) and "afresh" in str(w.message) for w in caught)
+            same = np.array_equal(_outputs(est, X, is_clf), _outputs(fresh, X, is_clf))
+            if warned and same:
+                yield case, "ok", ""
+            else:
+                yield case, "silent", f"warned={warned}, equals a new fit={same}"
+    if "prior_precision" in names:
+        case = "continuing: prior_precision=10 applied"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = cls(**base, warm_start=True).fit(X, y).set_params(prior_precision=10.0).fit(X, y)
+        except Exception as exc:  # noqa: BLE001
+            yield case, "crash", f"{type(exc).__name__}: {str(exc)[:120]}"
+            return
+        values = set(est.prior_precision_.values())
+        yield (case, "ok", "") if values == {10.0} else (case, "silent", f"prior_precision_ = {values}")
+
+
+def _dtype_cases(cls, params, is_clf):
+    """float32 computation (the default start) on standardised data must fit as well as
+    float64 does: the training score within 0.05 of float64's. Yields ``(case, outcome, detail)``."""
+    if "dtype" not in cls().get_params():
+        return
+    X, y = _clf() if is_clf else _reg()
+    scores = {}
+    for dtype in ("float64", "float32"):
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = cls(**params, dtype=dtype).fit(X, y)
+            scores[dtype] = est.score(X, y)
+        except Exception as exc:  # noqa: BLE001 - a float32 fit on standardised data must work
+            yield f"dtype={dtype!r}, default start", "crash", f"{type(exc).__name__}: {str(exc)[:120]}"
+            return
+    gap = scores["float64"] - scores["float32"]
+    outcome = "ok" if gap <= 0.05 else "silent"
+    yield "dtype='float32', default start", outcome, f"score {scores['float32']:.3f} vs {scores['float64']:.3f}"
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help="comma-separated estimator names")
     args = parser.parse_args()
     torch.set_num_threads(1)
     rows, problems = [], []
+    category = collections.defaultdict(lambda: dict(error=0, ok=0, silent=0, crash=0))
     for name, cls, params in _estimators():
         if args.only and name not in args.only.split(","):
             continue
@@ -221,6 +351,14 @@ def main():
             counts[outcome] += 1
             if outcome in ("silent", "crash"):
                 problems.append((name, f"params {extra}", outcome, detail))
+        # fits that share a process, continuing fits, dtype
+        extra = [("concurrency: 4 threads", *_concurrency_case(cls, params, is_clf))]
+        extra += list(_continuing_cases(cls, params, is_clf)) + list(_dtype_cases(cls, params, is_clf))
+        for case, outcome, detail in extra:
+            counts[outcome] += 1
+            category[case.split(":")[0].split(",")[0].split("=")[0]][outcome] += 1
+            if outcome in ("silent", "crash"):
+                problems.append((name, case, outcome, detail))
         # not-fitted and refit-state cases
         try:
             cls(**params).predict(_clf()[0] if is_clf else _reg()[0])
@@ -235,6 +373,10 @@ def main():
         print(f"| {name} | {c['error']} | {c['ok']} | {c['silent']} | {c['crash']} |")
     total = {k: sum(c[k] for _, c in rows) for k in ("error", "ok", "silent", "crash")}
     print(f"| **total** | {total['error']} | {total['ok']} | {total['silent']} | {total['crash']} |")
+    print("\n| category | clear error | correct | silent | crash |")
+    print("|---|---:|---:|---:|---:|")
+    for cat, c in category.items():
+        print(f"| {cat} | {c['error']} | {c['ok']} | {c['silent']} | {c['crash']} |")
     if problems:
         print("\nSilent or crash outcomes:")
         for p in problems:

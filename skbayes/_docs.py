@@ -46,7 +46,10 @@ PARAMS: dict[str, Entry] = {
         """
         A custom network instead of the built one: a callable
         ``module(n_features_in, n_outputs)`` returning a ``torch.nn.Module``
-        (a class works), or a module instance (deep-copied, never modified).
+        (a class works), or a module instance (deep-copied, never modified). The
+        ``Linear`` and convolution layers of a module built by a callable are
+        initialised from ``random_state`` (PyTorch's default scheme); a module instance
+        keeps its weights.
         It receives float tensors of shape ``(batch, n_features_in)``; a conv net
         reshapes them itself (e.g. with ``torch.nn.Unflatten``). A
         ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
@@ -148,7 +151,10 @@ PARAMS: dict[str, Entry] = {
         "bool",
         """
         Continue from the previous posterior (and optimiser state) when ``fit``
-        is called again.""",
+        is called again, applying the parameters changed since. After a change of a
+        parameter that fixes the network or the posterior's structure
+        (``hidden_layer_sizes``, ``activation``, ``module``, ``dtype``, ``device``, MC
+        dropout's rates) the fit warns and starts afresh (``partial_fit`` raises).""",
     ),
     "early_stopping": E(
         "bool",

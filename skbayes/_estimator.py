@@ -32,10 +32,10 @@ if TYPE_CHECKING:
 
 from . import _loop, _persist
 from ._families.base import PosteriorFamily, kl_annealing_scale
-from ._init import INITS, initial_moments, initial_precision
+from ._init import INITS, diagnose, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
-from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
+from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, init_layers, make_module
 from ._parallel import limit_torch_threads, network_macs_per_row
 from ._prior import WeightPrior
 from ._validation import (
@@ -145,6 +145,47 @@ def _scoped_threads(method):
 AUTO_MIN_STEPS = 10_000
 #: ... and at least the first, at most the second number of epochs.
 AUTO_EPOCHS = (200, 1000)
+
+
+class _Structure:
+    """The structural parameters' values at the start of a fit (see
+    :meth:`BayesianNetwork._structural_values`). Immutable: copies of the estimator share it,
+    so that a ``module`` keeps its identity through the state copies of a transactional fit."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values):
+        self.values = values
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+def _short(value) -> str:
+    """A one-line description of a parameter value for messages."""
+    if isinstance(value, (torch.dtype, torch.device)):  # as the user spells them: 'float32', 'cuda:0'
+        return repr(str(value).removeprefix("torch."))
+    if isinstance(value, nn.Module):
+        return f"a {type(value).__name__} instance"
+    if callable(value):
+        return getattr(value, "__qualname__", type(value).__name__)
+    return repr(value)
+
+
+def _same_value(a, b) -> bool:
+    """Whether two recorded parameter values are the same: modules and callables by identity,
+    anything else by equality."""
+    if a is b:
+        return True
+    if callable(a) or callable(b) or isinstance(a, nn.Module) or isinstance(b, nn.Module):
+        return False
+    try:
+        return bool(a == b)
+    except Exception:  # noqa: BLE001 - values that cannot be compared differ
+        return False
 
 
 class BayesianNetwork(BaseEstimator):
@@ -295,20 +336,20 @@ class BayesianNetwork(BaseEstimator):
         self._likelihood = self._make_likelihood()
         n_out = self._likelihood.n_outputs
         seed = int(rng.randint(np.iinfo(np.int32).max))
-        # Build under a fixed seed and the estimator's dtype, so the initial
-        # weights depend neither on the global RNG nor on torch's default dtype.
-        prev_dtype = torch.get_default_dtype()
-        with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(seed)
-            torch.set_default_dtype(self._dtype)
-            try:
-                if self.module is None:
-                    net = build_mlp(X.shape[1], self._hidden_layer_sizes(), n_out, self.activation)
-                else:
-                    net = make_module(self.module, X.shape[1], n_out)
-            finally:
-                torch.set_default_dtype(prev_dtype)
+        # The initial weights come from a generator of the fit's own, in the estimator's
+        # dtype: no process-wide torch state (global RNG, default dtype) is read or changed,
+        # so fits in concurrent threads give the results of serial ones.
+        init_gen = torch.Generator().manual_seed(seed)
+        if self.module is None:
+            net = build_mlp(
+                X.shape[1], self._hidden_layer_sizes(), n_out, self.activation, generator=init_gen, dtype=self._dtype
+            )
+        else:
+            net = make_module(self.module, X.shape[1], n_out)
+            if not isinstance(self.module, nn.Module):  # a callable's Linear/conv layers: start from init_gen
+                net = init_layers(net.to(dtype=self._dtype), init_gen)
         net = net.to(device=self._device, dtype=self._dtype)
+        self._structure = _Structure(self._structural_values())
         if self.module is not None:
             self._check_module_widths(net, X, n_out)
         self._macs_per_row = network_macs_per_row(copy.deepcopy(net).eval(), self._tensor(X[:2]))
@@ -316,6 +357,8 @@ class BayesianNetwork(BaseEstimator):
         self._forward = NetworkForward(net, ParamLayout(net), X.shape[1])
         gen = torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max)))
         Xt, yt = self._tensor(X), self._target_tensor(y_enc)
+        if not all_finite(Xt):  # finite float64 values beyond float32's range
+            raise ValueError(f"{type(self).__name__}: {diagnose(Xt, 1.0)}")
         self._prior = WeightPrior(
             family.prior_groups(self._forward),
             self._forward.layout.size,
@@ -382,6 +425,81 @@ class BayesianNetwork(BaseEstimator):
                 f"it returned shape {shape}."
             )
 
+    # --- continuing fits --------------------------------------------------------------
+    def _structural_values(self) -> dict:
+        """The parameters fixed in the fitted state when a fit starts, normalised: the
+        network's (``hidden_layer_sizes`` and ``activation`` only when ``module`` is None;
+        ``module`` by identity), ``dtype``, ``device``, and the family's
+        ``structural_params``. A continuing fit (``warm_start``, ``partial_fit``) cannot
+        apply a change of them."""
+        own = self.module is None
+        device = torch.device(self.device)
+        if device.type == "cuda" and device.index is None:  # 'cuda' is the current device: 'cuda:0' is the same
+            device = torch.device("cuda", torch.cuda.current_device())
+        values = {
+            "hidden_layer_sizes": self._hidden_layer_sizes() if own else None,
+            "activation": self.activation if own else None,
+            "module": self.module,
+            "dtype": _torch_dtype(self.dtype),
+            "device": device,
+        }
+        for name in self._family.structural_params:
+            values[name] = getattr(self, name)
+        return values
+
+    def _structural_changes(self) -> list[str]:
+        """``'name: old -> new'`` for each structural parameter changed since the fit started."""
+        recorded = self.__dict__.get("_structure")
+        if recorded is None:  # a model fitted before the values were recorded: nothing to compare
+            return []
+        now = self._structural_values()
+        return [
+            f"{k}: {_short(v)} -> {_short(now.get(k))}"
+            for k, v in recorded.values.items()
+            if not _same_value(v, now.get(k))
+        ]
+
+    def _continue_or_restart(self, incremental) -> bool:
+        """Whether a continuing fit must start afresh: a structural parameter changed since
+        the last fit. ``partial_fit`` raises instead (restarting would drop every batch seen
+        so far); a ``warm_start`` fit sees all its data, so it restarts with a warning."""
+        changes = self._structural_changes()
+        if not changes:
+            return False
+        what = "; ".join(changes)
+        if incremental:
+            raise ValueError(
+                f"{type(self).__name__}.partial_fit cannot continue the fitted model: parameters that fix "
+                f"the network or the posterior's structure changed since it was fitted ({what}). Set them "
+                "back, or call fit to start a new model with them."
+            )
+        _warn(
+            f"{type(self).__name__}: parameters that fix the network or the posterior's structure changed "
+            f"since the last fit ({what}); warm_start cannot continue the fitted model, so this fit starts "
+            "afresh.",
+            UserWarning,
+        )
+        return True
+
+    def _refresh_hyperparameters(self, family, n_rows):
+        """On a continuing fit, apply the current ``prior_precision`` (and the regressors'
+        noise parameters), which the fitted state holds: a changed fixed prior replaces the
+        old one; a learned prior (``'auto'``) keeps its learned values while it stays learned."""
+        prior = family.prior_precision
+        learn = isinstance(prior, str)
+        if learn != self._prior.learn or (not learn and self._prior.scalar() != float(prior)):
+            self._prior = WeightPrior(
+                family.prior_groups(self._forward),
+                self._forward.layout.size,
+                prior,
+                dtype=self._dtype,
+                device=self._device,
+            )
+        self._refresh_likelihood(n_rows)
+
+    def _refresh_likelihood(self, n_rows):
+        """Apply changed likelihood parameters on a continuing fit (a hook of the faces)."""
+
     # --- fit / partial_fit ------------------------------------------------------------
     def _fitted_state(self, deep):
         """Everything in the instance that is not a constructor parameter (deep copies
@@ -404,6 +522,7 @@ class BayesianNetwork(BaseEstimator):
         self._validate_params()
         fitted = hasattr(self, "posterior_")
         reset = not (fitted and (incremental or self.warm_start))
+        reset = reset or self._continue_or_restart(incremental)
         saved = self._fitted_state(deep=not reset)
         work = self._training_work(*_shape_hint(X), fresh=reset)
         try:
@@ -434,6 +553,8 @@ class BayesianNetwork(BaseEstimator):
         family = self._make_family()
         if reset:
             self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
+        else:
+            self._refresh_hyperparameters(family, X.shape[0])
         if threads is not None:  # the network is built now: its work is known
             threads.update(self._training_work(X.shape[0]))
         validation = None
@@ -683,6 +804,17 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         if k is not None:
             return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False, n_outputs=k))
         return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False))
+
+    def _refresh_likelihood(self, n_rows):
+        old, new = self._likelihood.noise, self._make_likelihood()
+        if new.noise.learn and old.learn:  # the learned q(tau) continues under the current noise_prior
+            old.a0, old.b0 = new.noise.a0, new.noise.b0
+        elif not new.noise.learn:
+            if old.learn or old.tau != new.noise.tau:
+                self._likelihood = new
+        else:  # fixed -> learned: q(tau) starts at the fixed value, as from n_rows observations
+            new.start_from(old.noise_variance, min(int(self.iblm_batch_size), n_rows))
+            self._likelihood = new
 
     def _encode_targets(self, y):
         return (np.asarray(y, dtype=np.float64) - self._y_mean) / self._y_std

@@ -4,6 +4,7 @@ outputs) used by every family and by prediction, and the per-layer geometry of
 ``Linear`` / ``Conv2d`` layers that the Kronecker families and i-BLM work with."""
 
 import copy
+import math
 import threading
 
 import torch
@@ -72,18 +73,66 @@ _ELEMENTWISE = (
 )
 
 
-def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu"):
-    """A fully connected network ``n_in -> hidden... -> n_out`` (no final activation)."""
+def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu", *, generator=None, dtype=None):
+    """A fully connected network ``n_in -> hidden... -> n_out`` (no final activation).
+
+    With a ``generator`` the layers are built without drawing from torch's global
+    random state (on the meta device) and then initialised from ``generator`` by
+    :func:`init_layers` with PyTorch's own scheme, on the CPU in ``dtype`` (default:
+    torch's default dtype): the weights depend on the generator only. Without one,
+    ``nn.Linear`` initialises itself from the global random state.
+    """
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation={activation!r} is not supported; choose one of {sorted(ACTIVATIONS)}.")
+    kw = {} if generator is None else {"device": "meta", "dtype": dtype}
     layers = []
     prev = n_in
     for h in hidden_layer_sizes:
-        layers.append(nn.Linear(prev, int(h)))
+        layers.append(nn.Linear(prev, int(h), **kw))
         layers.append(ACTIVATIONS[activation]())
         prev = int(h)
-    layers.append(nn.Linear(prev, n_out))
-    return nn.Sequential(*layers)
+    layers.append(nn.Linear(prev, n_out, **kw))
+    net = nn.Sequential(*layers)
+    if generator is not None:
+        net = net.to_empty(device="cpu")
+        init_layers(net, generator)
+    return net
+
+
+#: Layers whose ``reset_parameters`` is PyTorch's default scheme, which
+#: :func:`init_layers` reproduces from a generator.
+_KAIMING_LAYERS = (nn.Linear, nn.modules.conv._ConvNd)
+
+
+def init_layers(module, generator):
+    """Initialise every ``nn.Linear`` and convolution layer of ``module`` in place from
+    ``generator``, by PyTorch's default scheme (``reset_parameters``: Kaiming-uniform
+    weights with ``a = sqrt(5)``, i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, and biases
+    on the same bound), layer by layer in ``module.modules()`` order, weight before bias.
+
+    This is what constructing the layers under ``torch.manual_seed(s)`` gives, drawn
+    from ``generator`` (seeded with ``s``) instead of torch's global random state.
+    Other layers are left as they are.
+    """
+    with torch.no_grad():
+        for m in module.modules():
+            if not isinstance(m, _KAIMING_LAYERS):
+                continue
+            w = m.weight
+            if w.is_contiguous() and w.device == generator.device:
+                nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=generator)
+            else:  # as _ConvNd.reset_parameters: draw into a contiguous buffer (on the generator's device)
+                tmp = torch.empty(w.shape, dtype=w.dtype, device=generator.device)
+                nn.init.kaiming_uniform_(tmp, a=math.sqrt(5), generator=generator)
+                w.copy_(tmp)
+            if m.bias is not None:
+                fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)
+                bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+                b = m.bias if m.bias.device == generator.device else torch.empty_like(m.bias, device=generator.device)
+                nn.init.uniform_(b, -bound, bound, generator=generator)
+                if b is not m.bias:
+                    m.bias.copy_(b)
+    return module
 
 
 def make_module(module, n_in, n_out):

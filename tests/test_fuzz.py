@@ -25,6 +25,10 @@ The suite:
   set, one at a time, to its boundaries and beyond (0, -1, NaN, +-inf, huge, tiny,
   wrong types, None, booleans).
 - ``test_hyperparameter_combinations``: several such values at once, on random data.
+- ``test_continuing_fit_fuzz``: random ``set_params`` changes between a fit and a
+  continuing one: a changed structure restarts (``warm_start``) or is refused
+  (``partial_fit``), anything else continues.
+- ``test_float32_fuzz``: ``dtype='float32'`` on data at random scales with every start.
 - ``test_global_state_untouched``: fit / predict leave torch's thread count, default
   dtype, RNG and grad mode, numpy's global RNG and error state, and the warnings
   filters as they were.
@@ -742,6 +746,125 @@ def test_hyperparameter_combinations(Est, slow):
     def run(choice, seed, n):
         X, y = clean_data(classifier, n=n, d=2, seed=seed)
         run_hyper_case(Est, dict(choice), X, y)
+
+    run()
+
+
+# --- continuing fits and dtype -----------------------------------------------------------------
+
+NETWORKS = [Est for Est in ESTIMATORS if "warm_start" in Est().get_params()]
+#: Values for set_params between fits: structural parameters (in several spellings of one
+#: value), and parameters a continuing fit applies.
+CONTINUING_VALUES = {
+    "hidden_layer_sizes": [(4,), 4, [4], (3,), (4, 2)],
+    "activation": ["relu", "tanh"],
+    "dtype": ["float64", np.float64, "float32"],
+    "dropout": [0.1, 0.3],
+    "input_dropout": [0.0, 0.2],
+    "prior_precision": [1.0, 3.0],
+    "max_iter": [1, 3],
+    "mc_samples": [1, 2],
+    "random_state": [0, 5],
+    "init": ["iblm", "default"],
+}
+STRUCTURAL_FUZZ = ("hidden_layer_sizes", "activation", "dtype", "dropout", "input_dropout")
+
+
+def structure_of(params):
+    """The structural parameters of ``params``, in one spelling."""
+    out = {}
+    for k in STRUCTURAL_FUZZ:
+        if k not in params:
+            continue
+        v = params[k]
+        if k == "hidden_layer_sizes":
+            v = tuple(np.atleast_1d(v).tolist())
+        elif k == "dtype":
+            v = np.dtype(v).name
+        out[k] = v
+    return out
+
+
+@pytest.mark.parametrize("Est", NETWORKS, ids=[Est.__name__ for Est in NETWORKS])
+def test_continuing_fit_fuzz(Est, slow):
+    """Random ``set_params`` changes between a fit and a continuing fit (``warm_start`` or
+    ``partial_fit``): a changed structure restarts the warm_start fit with a warning (giving a
+    new fit's model) or makes partial_fit raise a clear error naming it (the model unchanged);
+    anything else continues the fitted model."""
+    classifier = is_classifier(Est())
+    names = Est().get_params()
+    keys = sorted(k for k in CONTINUING_VALUES if k in names)
+
+    @fuzz_settings(slow, 4)
+    @given(
+        changes=st.lists(
+            st.sampled_from(keys).flatmap(lambda k: st.tuples(st.just(k), st.sampled_from(CONTINUING_VALUES[k]))),
+            min_size=1,
+            max_size=3,
+            unique_by=lambda t: t[0],
+        ),
+        how=st.sampled_from(["warm_start", "partial_fit"]),
+        seed=st.integers(0, 1000),
+    )
+    def run(changes, how, seed):
+        X, y = clean_data(classifier, n=20, d=3, seed=seed)
+        est = quiet_fit(make(Est, warm_start=True), "fit", X, y)
+        before = structure_of(est.get_params())
+        t, mean = est.t_, est.posterior_.mean.copy()
+        est.set_params(**dict(changes))
+        changed = sorted(k for k, v in structure_of(est.get_params()).items() if v != before[k])
+        what = f"{Est.__name__}.set_params({dict(changes)}) then {how}"
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                if how == "warm_start":
+                    est.fit(X, y)
+                else:
+                    est.partial_fit(X, y)
+            except ValueError as exc:
+                assert how == "partial_fit" and changed, f"{what}: {exc}"
+                check_clear_error(exc, what, re.compile("|".join(changed)))
+                assert est.t_ == t and np.array_equal(est.posterior_.mean, mean), f"{what}: the model changed"
+                return
+        assert not (how == "partial_fit" and changed), f"{what}: partial_fit accepted a changed {changed}"
+        restarted = [w for w in caught if "starts afresh" in str(w.message)]
+        assert bool(restarted) == bool(changed), f"{what}: restarted={bool(restarted)}, changed={changed}"
+        if changed:
+            fresh = quiet_fit(make(Est, warm_start=True, **dict(changes)), "fit", X, y)
+            assert np.array_equal(est.posterior_.mean, fresh.posterior_.mean), f"{what}: not a new fit"
+        else:
+            assert est.t_ > t, f"{what}: did not continue"
+        check_predictions(est, X, X.shape[0], what)
+
+    run()
+
+
+@pytest.mark.parametrize("Est", NETWORKS, ids=[Est.__name__ for Est in NETWORKS])
+def test_float32_fuzz(Est, slow):
+    """``dtype='float32'`` on random data at scales 1e-3..1e3 with every start: finite
+    predictions, or a clear error naming the input or the dtype."""
+    classifier = is_classifier(Est())
+
+    @fuzz_settings(slow, 4)
+    @given(
+        seed=st.integers(0, 1000),
+        log_scale=st.floats(-3, 3),
+        n=st.integers(8, 40),
+        init=st.sampled_from(["iblm", "default", "iblm_random", "lsuv"]),
+    )
+    def run(seed, log_scale, n, init):
+        X, y = clean_data(classifier, n=n, d=3, seed=seed)
+        X = X * 10.0**log_scale
+        est = make(Est, dtype="float32", init=init)
+        what = f"{Est.__name__}(dtype='float32', init={init!r}) on X * 1e{log_scale:.1f}"
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est.fit(X, y)
+        except Exception as exc:
+            check_clear_error(exc, what, NAMES_DATA)
+            return
+        check_predictions(est, X, X.shape[0], what)
 
     run()
 

@@ -126,6 +126,9 @@ class PosteriorFamily:
     attr_docs: ClassVar[dict[str, Any]] = {}
     #: Parameters named in divergence and instability warnings (besides ``learning_rate``).
     step_size_names: ClassVar[tuple[str, ...]] = ()
+    #: Parameters fixed in the posterior's structure when a fit starts (besides the network's,
+    #: ``dtype`` and ``device``): a continuing fit cannot apply a change of them.
+    structural_params: ClassVar[tuple[str, ...]] = ()
 
     def __init__(self, params: dict[str, Any]):
         for k, v in params.items():

@@ -22,6 +22,7 @@ NOISE_STEP = 0.05
 class DropoutFamily(PosteriorFamily):
     """Adam on the dropout-regularised MAP objective; prediction with masked weights."""
 
+    structural_params = ("dropout", "input_dropout")  # the rates live in the posterior
     parameter_constraints = {
         "prior_precision": [Interval(numbers.Real, 0, None, closed="neither")],
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],

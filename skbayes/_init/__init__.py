@@ -58,9 +58,7 @@ def initial_moments(
     except torch.linalg.LinAlgError as exc:
         raise ValueError(
             f"init={kind!r} failed: a Bayesian linear regression of the initialisation is numerically "
-            f"singular. This happens with badly scaled inputs (standardise X, e.g. with StandardScaler) "
-            f"or a prior_precision too small for its data term (prior_precision={prior_precision:g}; "
-            "use a larger one); init='default' avoids the regression."
+            f"singular: {diagnose(X, prior_precision)}"
         ) from exc
     except UnsupportedLayerError as exc:
         _warn(
@@ -70,11 +68,53 @@ def initial_moments(
         )
         return layout.flatten_module(module).clone(), None, None
     if not (torch.isfinite(mean).all() and torch.isfinite(var).all() and (var > 0).all()):
-        raise ValueError(
-            f"init={kind!r} produced non-finite weights: badly scaled inputs (standardise X) or a "
-            f"prior_precision too small ({prior_precision:g}); or use init='default'."
-        )
+        raise ValueError(f"init={kind!r} produced non-finite weights or variances: {diagnose(X, prior_precision)}")
     return mean, var, noise_variance
+
+
+#: float64's resolution: a precision matrix whose data term exceeds its prior part by
+#: more than ``1 / eps`` is singular to working precision when its inputs are collinear.
+_RESOLUTION = 1.0 / torch.finfo(torch.float64).eps
+
+
+def diagnose(X, prior_precision):
+    """The likely cause of a failed initialisation, and what to change, from the training
+    inputs ``X`` (the tensor in the fit's dtype) and the prior precision.
+
+    The regressions are solved in float64 (:mod:`.batched_blr`), so what remains is
+    overflow in the fit's dtype (inputs beyond its range, or squared inputs whose sums
+    exceed it: the precisions ``alpha + sum_b x_b^2 / v`` are cast back to that dtype) and a
+    data term beyond float64's resolution relative to ``prior_precision``.
+    """
+    name = str(X.dtype).split(".")[-1]
+    top = torch.finfo(X.dtype).max
+    fixes = "standardise X (a StandardScaler in a Pipeline)"
+    if not bool(torch.isfinite(X).all()):
+        return f"X has values beyond the range of dtype={name!r} (which holds magnitudes up to {top:.3g}); {fixes}" + (
+            ", or use dtype='float64'." if X.dtype != torch.float64 else "."
+        )
+    X64 = X.to(torch.float64).reshape(X.shape[0], -1)
+    data = float((X64 * X64).sum(0).max()) if X64.numel() else 0.0
+    lam = float(prior_precision)
+    if not data < top:
+        return (
+            f"the sums of squared inputs that the regressions' precisions add up (up to {data:.3g} in a "
+            f"column of X) overflow dtype={name!r} (largest {top:.3g}); {fixes}"
+            + (", or use dtype='float64'" if X.dtype != torch.float64 else "")
+            + ", or init='default'."
+        )
+    if data / lam > _RESOLUTION:
+        return (
+            f"the regressions' data term (sums of squared inputs up to {data:.3g} in a column of X) is "
+            f"{data / lam:.3g} times prior_precision={lam:g}, beyond float64's resolution ({_RESOLUTION:.2g}), "
+            f"so the precision matrices of nearly collinear inputs are singular; {fixes}, use a larger "
+            "prior_precision, or init='default'."
+        )
+    return (
+        f"the inputs of a layer are nearly collinear and prior_precision={lam:g} does not regularise their "
+        "regression enough (the inputs' scale, sums of squares up to "
+        f"{data:.3g} per column, is not the cause); use a larger prior_precision, or init='default'."
+    )
 
 
 @dataclass

@@ -11,6 +11,13 @@ equal). Leading dimensions batch independent problems. The posterior is
 Sample weights ``w_b`` raise row ``b``'s likelihood to the power ``w_b`` (weighted
 least squares): for the weights that is the noise variance ``v_b / w_b``, exactly
 the posterior of the data with row ``b`` repeated ``w_b`` times.
+
+The regressions are solved in float64 whatever the dtype of their inputs, and their
+results cast back: the hidden units of an i-BLM layer regress on the same targets, so
+the next layer's design is nearly collinear, and with the small noise variances of the
+evidence grid its precision ``alpha I + X^T X / v`` has a condition number (``1e7`` and
+more on standardised data) beyond float32's ``1 / eps``, where the Cholesky
+factorisation fails. The regressions are a one-off cost of the start.
 """
 
 import math
@@ -39,8 +46,10 @@ def blr_solve(X, y, alpha, v, weights=None):
         ``diag(P) = alpha + sum_b X_b^2 / v_b``; ``1 / prec_diag`` are the KL-optimal
         factorised variances (KL(q || p) with q fully factorised).
     """
+    dtype = X.dtype
+    X, y, v, weights = _float64(X, y, v, weights)
     B, n = X.shape[-2], X.shape[-1]
-    v = torch.as_tensor(v, dtype=X.dtype, device=X.device).expand(y.shape)
+    v = v.expand(y.shape)
     if weights is not None:
         v = v / weights  # the precision of a row with weight w: w / v
     w = 1.0 / v
@@ -55,14 +64,23 @@ def blr_solve(X, y, alpha, v, weights=None):
         K = K + torch.diag_embed(alpha * v)
         z = torch.cholesky_solve(y[..., None], torch.linalg.cholesky(K))
         mean = (X.transpose(-1, -2) @ z)[..., 0]
-    return mean, prec_diag
+    return mean.to(dtype), prec_diag.to(dtype)
+
+
+def _float64(X, *others):
+    """``X`` and each of ``others`` (tensors, numbers or None) as float64 tensors on ``X``'s device."""
+    out = [X.to(torch.float64)]
+    for a in others:
+        out.append(None if a is None else torch.as_tensor(a, dtype=torch.float64, device=X.device))
+    return out
 
 
 def blr_log_evidence(X, y, alpha, v):
     """``log N(y | 0, diag(v) + X X^T / alpha)`` (batched), via the cheaper of the
-    ``B x B`` and ``n x n`` Cholesky factorisations."""
+    ``B x B`` and ``n x n`` Cholesky factorisations (in float64)."""
+    X, y, v = _float64(X, y, v)
     B, n = X.shape[-2], X.shape[-1]
-    v = torch.as_tensor(v, dtype=X.dtype, device=X.device).expand(y.shape)
+    v = v.expand(y.shape)
     if B <= n:
         C = X @ X.transpose(-1, -2) / alpha + torch.diag_embed(v)
         Lc = torch.linalg.cholesky(C)
@@ -94,6 +112,7 @@ def best_noise_variance(X, y, alpha, grid=None, weights=None):
     ``log N(y | 0, diag(v / w) + X X^T / alpha) + (B - sum_b w_b) log(v) / 2`` up to a
     constant; ``var(y)`` is the weighted variance.
     """
+    X, y, weights = _float64(X, y, weights)
     if weights is None:
         vy = float(y.var()) if y.numel() > 1 else 1.0
 
