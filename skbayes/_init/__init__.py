@@ -1,4 +1,4 @@
-"""Initialisation of the variational posterior (one room): i-BLM and the competitors of
+"""Initialisation of the variational posterior (one package): i-BLM and the competitors of
 Rossi, Michiardi and Filippone (ICML 2019).
 
 Every initialiser gives the posterior mean and the KL-optimal factorised variances
