@@ -36,6 +36,7 @@ from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
 from ._parallel import limit_torch_threads
+from ._predictive import gaussian_draws, linearized_moments, probit_proba
 from ._prior import WeightPrior
 from ._validation import (
     BOOLEAN,
@@ -149,6 +150,7 @@ class BayesianNetwork(BaseEstimator):
         ],
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
+        "predictive": [Options(("sampled", "glm"))],
     }
 
     # --- validation ---------------------------------------------------------------
@@ -470,7 +472,32 @@ class BayesianNetwork(BaseEstimator):
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
         with limit_torch_threads():
+            if self._uses_glm():
+                mean, cov = self._glm_moments_t(self._tensor(X))
+                S = int(self.predict_samples if n_samples is None else n_samples)
+                seed = self._predict_seed if seed is None else seed
+                gen = torch.Generator(device=self._device).manual_seed(int(seed))
+                return gaussian_draws(mean, cov, S, gen)
             return self._outputs(self._tensor(X), n_samples, seed)
+
+    def _uses_glm(self):
+        """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
+        value = getattr(self, "predictive", "sampled")  # estimators without the parameter sample
+        validate_params(type(self).__name__, {"predictive": value}, {"predictive": [Options(("sampled", "glm"))]})
+        return value == "glm"
+
+    def _glm_moments_t(self, Xt):
+        """Mean ``(n, k)`` and covariance ``(n, k, k)`` of the linearised network's outputs."""
+        mean, cov = linearized_moments(self.posterior_, self._forward, Xt)
+        self._check_finite("network outputs", mean, cov)
+        return mean, cov
+
+    def _glm_moments(self, X):
+        """``_glm_moments_t`` of validated user inputs."""
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
+        with limit_torch_threads():
+            return self._glm_moments_t(self._tensor(X))
 
     def _outputs(self, Xt, n_samples=None, seed=None):
         S = int(self.predict_samples if n_samples is None else n_samples)
@@ -670,6 +697,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return self._fit(X, y, incremental=True, sample_weight=sample_weight)
 
     def _moments(self, X):
+        if self._uses_glm():
+            mean, cov = self._glm_moments(X)
+            return mean[:, 0].double(), cov[:, 0, 0].double().clamp_min(0.0) + self._likelihood.noise.noise_variance
         f = self._predict_outputs(X)[..., 0].double()  # float64 moments: no overflow of a float32 variance
         mean = f.mean(0)
         var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
@@ -743,6 +773,13 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         log_likelihood : float
             Mean over the rows of the log predictive density (higher is better).
         """
+        if self._uses_glm():
+            y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
+            mean, var = self._moments(X)
+            check_consistent_length(mean, y)
+            mean = self._y_mean + self._y_std * mean.cpu().numpy()
+            var = self._y_std**2 * var.cpu().numpy()
+            return float(np.mean(-0.5 * (y - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)))
         f = self.sample_outputs(X, n_samples=n_samples)[..., 0]
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
         check_consistent_length(f[0], y)
@@ -790,6 +827,11 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
 class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     """Bernoulli (two classes, one logit) or categorical (softmax) classification (not public)."""
+
+    #: How ``predictive='glm'`` turns Gaussian logits into probabilities for more than two
+    #: classes: 'probit' (multi-class probit approximation) or 'mc' (``predict_samples``
+    #: draws of the logits). Two classes always use the probit approximation.
+    _glm_link = "probit"
 
     def _validate_X_y(self, X, y, reset):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32])
@@ -942,7 +984,11 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             Columns follow ``classes_``.
         """
         check_is_fitted(self, "posterior_")
-        p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
+        if self._uses_glm() and (self._glm_link == "probit" or len(self.classes_) == 2):
+            mean, cov = self._glm_moments(X)
+            p = probit_proba(mean.double(), cov.double()).cpu().numpy()
+        else:
+            p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
         self._check_finite("class probabilities", p)
         # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
         # scikit-learn's metrics (which check the sums at float64 precision) accept them

@@ -50,6 +50,7 @@ class BBBRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -83,6 +84,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

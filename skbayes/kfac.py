@@ -68,6 +68,7 @@ class NoisyKFACRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -108,6 +109,7 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -153,6 +155,7 @@ class NoisyEKFACRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -196,6 +199,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

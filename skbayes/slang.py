@@ -49,6 +49,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -85,6 +86,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

@@ -83,6 +83,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -117,6 +118,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

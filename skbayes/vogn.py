@@ -66,6 +66,7 @@ class VOGNRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -103,6 +104,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
