@@ -551,6 +551,8 @@ class BayesianNetwork(BaseEstimator):
         Returns
         -------
         outputs : ndarray of shape (n_samples, n_rows, n_outputs)
+            With ``predictive='glm'``, draws of the linearised network's Gaussian
+            outputs per row (the same standard normal draws for every row).
             Regressors: the network's mean function in the units of ``y``
             (``n_outputs = 1``, without observation noise). Classifiers: the
             logits (one column for two classes, the log-odds of ``classes_[1]``).
@@ -711,7 +713,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         The mean averages the network output over ``predict_samples`` weight
         samples; the standard deviation combines the spread of those outputs
         (epistemic) with the learned noise (aleatoric):
-        ``std^2 = Var_q[f(x)] + E_q[1 / tau]``.
+        ``std^2 = Var_q[f(x)] + E_q[1 / tau]``. With ``predictive='glm'`` the
+        mean is ``f(x; mu)`` and ``Var_q[f(x)]`` is the linearised network's
+        ``J(x) Sigma J(x)^T``.
 
         Parameters
         ----------
@@ -758,6 +762,8 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         samples with the learned noise, ``(1/S) sum_s N(y | f_s(x), noise_std_^2)``,
         as the papers evaluate it (a log-mean-exp per point, averaged over points;
         in the units of ``y``, so the number compares with published tables).
+        With ``predictive='glm'`` it is the exact density of the linearised
+        predictive, ``N(y | f(x; mu), J Sigma J^T + noise_std_^2)``.
 
         Parameters
         ----------
@@ -971,7 +977,9 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """Posterior predictive class probabilities.
 
         The Monte Carlo average over ``predict_samples`` weight samples of the
-        network's class probabilities (not of its logits).
+        network's class probabilities (not of its logits). With
+        ``predictive='glm'``: the probit approximation of the expected softmax under
+        the linearised network's Gaussian logits.
 
         Parameters
         ----------
