@@ -13,6 +13,7 @@ import math
 import numpy as np
 import pytest
 import torch
+from sklearn.utils.estimator_checks import parametrize_with_checks
 from torch import nn
 from torch.func import functional_call
 
@@ -240,3 +241,17 @@ def test_invalid_predictive_is_rejected_and_dropout_has_none():
     with pytest.raises(InvalidParameterError, match="predictive must be"):
         clf.predict_proba(X)
     assert "predictive" not in MCDropoutClassifier().get_params()
+
+
+_GLM_FAST = dict(hidden_layer_sizes=(5,), max_iter=5, predict_samples=10, random_state=0, predictive="glm")
+
+
+@parametrize_with_checks(
+    [SLANGRegressor(**_GLM_FAST), NoisyKFACClassifier(**_GLM_FAST), BBBClassifier(**_GLM_FAST)],
+    expected_failed_checks=lambda est: {
+        "check_sample_weight_equivalence_on_dense_data": "stochastic fits (see tests/test_sklearn_checks.py)"
+    },
+)
+def test_sklearn_checks_with_the_glm_predictive(estimator, check):
+    """scikit-learn's checks (subset invariance, dtypes, pickling...) with ``predictive='glm'``."""
+    check(estimator)
