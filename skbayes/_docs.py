@@ -201,8 +201,8 @@ PARAMS: dict[str, Entry] = {
         computed from the posterior's structure without forming ``Sigma``. Regressors
         then predict the mean ``f(x; mu)`` and the standard deviation
         ``sqrt(J Sigma J^T + noise_std_**2)``, and ``log_likelihood`` is that Gaussian's
-        density; classifiers take the probit approximation of the expected softmax
-        (sigmoid for two classes); ``sample_y``, ``sample_outputs`` and the
+        density; classifiers take the probit approximation of the expected sigmoid
+        (two classes) or of every pairwise difference of the logits; ``sample_y``, ``sample_outputs`` and the
         classifiers' ``predict_std`` use ``predict_samples`` draws of the Gaussian
         outputs. Can be changed with ``set_params`` after fitting.""",
     ),

@@ -36,7 +36,7 @@ from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
 from ._parallel import limit_torch_threads
-from ._predictive import gaussian_draws, linearized_moments, probit_proba
+from ._predictive import gaussian_draws, linearized_moments, pairwise_probit_proba, probit_proba
 from ._prior import WeightPrior
 from ._validation import (
     BOOLEAN,
@@ -835,9 +835,10 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     """Bernoulli (two classes, one logit) or categorical (softmax) classification (not public)."""
 
     #: How ``predictive='glm'`` turns Gaussian logits into probabilities for more than two
-    #: classes: 'probit' (multi-class probit approximation) or 'mc' (``predict_samples``
-    #: draws of the logits). Two classes always use the probit approximation.
-    _glm_link = "probit"
+    #: classes: 'pairwise' (the probit approximation of every pairwise logit difference),
+    #: 'probit' (each logit scaled by its own variance) or 'mc' (``predict_samples`` draws
+    #: of the logits). Two classes always use MacKay's probit approximation.
+    _glm_link = "pairwise"
 
     def _validate_X_y(self, X, y, reset):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32])
@@ -978,8 +979,9 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
 
         The Monte Carlo average over ``predict_samples`` weight samples of the
         network's class probabilities (not of its logits). With
-        ``predictive='glm'``: the probit approximation of the expected softmax under
-        the linearised network's Gaussian logits.
+        ``predictive='glm'``: the probit approximation of the expected sigmoid or
+        softmax under the linearised network's Gaussian logits (for the softmax, of every
+        pairwise difference of the logits).
 
         Parameters
         ----------
@@ -992,9 +994,10 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             Columns follow ``classes_``.
         """
         check_is_fitted(self, "posterior_")
-        if self._uses_glm() and (self._glm_link == "probit" or len(self.classes_) == 2):
+        if self._uses_glm() and (self._glm_link != "mc" or len(self.classes_) == 2):
             mean, cov = self._glm_moments(X)
-            p = probit_proba(mean.double(), cov.double()).cpu().numpy()
+            link = pairwise_probit_proba if self._glm_link == "pairwise" else probit_proba
+            p = link(mean.double(), cov.double()).cpu().numpy()
         else:
             p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
         self._check_finite("class probabilities", p)

@@ -178,6 +178,26 @@ def gaussian_draws(mean, cov, n_samples, generator):
     return mean[None] + torch.einsum("nkl,sl->snk", _sqrt(cov), z)
 
 
+def pairwise_probit_proba(mean, cov):
+    """Class probabilities ``(n, n_classes)`` from Gaussian logits by the probit approximation
+    of every pairwise difference of logits (the mean-field approximation of Lu, Ie and Sha,
+    2020)::
+
+        p_k ~ 1 / sum_j exp(-(m_k - m_j) / sqrt(1 + pi s_kj / 8)),  s_kj = Var(f_k - f_j)
+
+    normalised to sum to 1. It depends on the logits through their differences only, as the
+    softmax does (a variance shared by all logits changes nothing), and for two classes it
+    is MacKay's approximation of the sigmoid.
+    """
+    if mean.shape[-1] == 1:
+        return probit_proba(mean, cov)
+    var = torch.diagonal(cov, dim1=-2, dim2=-1)
+    s = (var[:, :, None] + var[:, None, :] - 2.0 * cov).clamp_min(0.0)
+    z = -(mean[:, :, None] - mean[:, None, :]) / torch.sqrt(1.0 + (math.pi / 8.0) * s)
+    logp = -torch.logsumexp(z, -1)
+    return torch.softmax(logp, -1)
+
+
 def probit_proba(mean, cov):
     """Class probabilities ``(n, n_classes)`` from Gaussian logits by the probit approximation.
 

@@ -134,15 +134,17 @@ def test_classifier_moments_and_probit_equal_dense_jacobian_reference(Est, class
     mean, cov = clf._glm_moments(X)
     np.testing.assert_allclose(mean.numpy(), mean_ref, rtol=0, atol=1e3 * EPS * np.abs(mean_ref).max())
     np.testing.assert_allclose(cov.numpy(), cov_ref, rtol=0, atol=_tol(J, Sigma))
-    # the probit approximation of the reference moments
+    # the probit approximations of the reference moments: MacKay's for one logit, of every
+    # pairwise logit difference for several
     v = np.diagonal(cov_ref, axis1=1, axis2=2)
-    z = mean_ref / np.sqrt(1 + np.pi / 8 * v)
     if classes == 2:
-        p1 = 1 / (1 + np.exp(-z[:, 0]))
+        p1 = 1 / (1 + np.exp(-mean_ref[:, 0] / np.sqrt(1 + np.pi / 8 * v[:, 0])))
         ref = np.stack([1 - p1, p1], 1)
     else:
-        e = np.exp(z - z.max(1, keepdims=True))
-        ref = e / e.sum(1, keepdims=True)
+        s = v[:, :, None] + v[:, None, :] - 2 * cov_ref
+        z = (mean_ref[:, :, None] - mean_ref[:, None, :]) / np.sqrt(1 + np.pi / 8 * s)
+        ref = 1 / np.exp(-z).sum(2)
+        ref /= ref.sum(1, keepdims=True)
     np.testing.assert_allclose(clf.predict_proba(X), ref, rtol=0, atol=1e-9)
 
 
@@ -194,6 +196,25 @@ def test_probit_against_monte_carlo_of_the_logits():
         assert torch.all((draws.mean(0) - mean).abs() <= 5 * sd / math.sqrt(S))
         emp = torch.einsum("snk,snl->nkl", draws - mean, draws - mean) / S
         assert torch.all((emp - cov).abs() <= 5 * math.sqrt(2 / S) * (sd[:, :, None] * sd[:, None, :]))
+
+
+def test_pairwise_probit_is_shift_invariant_and_close_to_monte_carlo():
+    """The pairwise approximation sees the logits through their differences: a variance
+    shared by every logit (``c 1 1^T``) changes nothing, as for the softmax itself. Against
+    10^6 draws at logit variances up to about 2 it is within 0.05 (measured 0.045 for 3
+    classes, against 0.15 for the marginal-variance probit); two classes give MacKay's."""
+    gen = torch.Generator().manual_seed(1)
+    mean = torch.randn(20, 3, generator=gen, dtype=torch.float64) * 2
+    A = 0.5 * torch.randn(20, 3, 3, generator=gen, dtype=torch.float64)
+    cov = A @ A.transpose(1, 2) + 0.01 * torch.eye(3, dtype=torch.float64)
+    p = _predictive.pairwise_probit_proba(mean, cov)
+    shifted = _predictive.pairwise_probit_proba(mean + 3.0, cov + 5.0 * torch.ones(3, 3, dtype=torch.float64))
+    torch.testing.assert_close(shifted, p, rtol=0, atol=1e3 * EPS)
+    torch.testing.assert_close(p.sum(1), torch.ones(20, dtype=torch.float64), rtol=0, atol=10 * EPS)
+    mc = torch.softmax(_predictive.gaussian_draws(mean, cov, 10**6, gen), -1).mean(0)
+    assert float((p - mc).abs().max()) <= 0.05
+    m1, c1 = mean[:, :1], cov[:, :1, :1]
+    torch.testing.assert_close(_predictive.pairwise_probit_proba(m1, c1), _predictive.probit_proba(m1, c1))
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
