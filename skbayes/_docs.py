@@ -216,6 +216,21 @@ PARAMS: dict[str, Entry] = {
         environment variables give the process. See the :ref:`threads section
         <threads-section>` of the documentation.""",
     ),
+    "predictive": E(
+        "{'sampled', 'glm'}",
+        """
+        How predictions integrate over the posterior. 'sampled': Monte Carlo over
+        ``predict_samples`` weight samples. 'glm': the network linearised at the
+        posterior mean, ``f(x; theta) ~ f(x; mu) + J(x) (theta - mu)``, whose outputs
+        are Gaussian with mean ``f(x; mu)`` and covariance ``J(x) Sigma J(x)^T``,
+        computed from the posterior's structure without forming ``Sigma``. Regressors
+        then predict the mean ``f(x; mu)`` and the standard deviation
+        ``sqrt(J Sigma J^T + noise_std_**2)``, and ``log_likelihood`` is that Gaussian's
+        density; classifiers take the probit approximation of the expected sigmoid
+        (two classes) or of every pairwise difference of the logits; ``sample_y``, ``sample_outputs`` and the
+        classifiers' ``predict_std`` use ``predict_samples`` draws of the Gaussian
+        outputs. Can be changed with ``set_params`` after fitting.""",
+    ),
 }
 
 #: Fitted attributes shared by every network estimator, in docstring order.

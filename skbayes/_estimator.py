@@ -37,6 +37,7 @@ from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, init_layers, make_module
 from ._parallel import limit_torch_threads, network_macs_per_row
+from ._predictive import gaussian_draws, linearized_moments, pairwise_probit_proba, probit_proba
 from ._prior import WeightPrior
 from ._validation import (
     BOOLEAN,
@@ -221,6 +222,7 @@ class BayesianNetwork(BaseEstimator):
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
         "n_threads": [NONE, Interval(numbers.Integral, 1, 2**31 - 1, closed="both")],
+        "predictive": [Options(("sampled", "glm"))],
     }
 
     # --- persistence: tensors and modules as numpy arrays (pickle and skops.io) ---------
@@ -669,7 +671,32 @@ class BayesianNetwork(BaseEstimator):
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
         with self._threads(self._prediction_work(X)):
+            if self._uses_glm():
+                mean, cov = self._glm_moments_t(self._tensor(X))
+                S = int(self.predict_samples if n_samples is None else n_samples)
+                seed = self._predict_seed if seed is None else seed
+                gen = torch.Generator(device=self._device).manual_seed(int(seed))
+                return gaussian_draws(mean, cov, S, gen)
             return self._outputs(self._tensor(X), n_samples, seed)
+
+    def _uses_glm(self):
+        """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
+        value = getattr(self, "predictive", "sampled")  # estimators without the parameter sample
+        validate_params(type(self).__name__, {"predictive": value}, {"predictive": [Options(("sampled", "glm"))]})
+        return value == "glm"
+
+    def _glm_moments_t(self, Xt):
+        """Mean ``(n, k)`` and covariance ``(n, k, k)`` of the linearised network's outputs."""
+        mean, cov = linearized_moments(self.posterior_, self._forward, Xt)
+        self._check_finite("network outputs", mean, cov)
+        return mean, cov
+
+    def _glm_moments(self, X):
+        """``_glm_moments_t`` of validated user inputs."""
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
+        with limit_torch_threads():
+            return self._glm_moments_t(self._tensor(X))
 
     def _outputs(self, Xt, n_samples=None, seed=None):
         S = int(self.predict_samples if n_samples is None else n_samples)
@@ -724,6 +751,8 @@ class BayesianNetwork(BaseEstimator):
         Returns
         -------
         outputs : ndarray of shape (n_samples, n_rows, n_outputs)
+            With ``predictive='glm'``, draws of the linearised network's Gaussian
+            outputs per row (the same standard normal draws for every row).
             Regressors: the network's mean function in the units of ``y``
             (``n_outputs`` = 1, or the number of targets of a 2-D ``y``; without
             observation noise). Classifiers: the
@@ -922,6 +951,13 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return self._fit(X, y, incremental=True, sample_weight=sample_weight)
 
     def _moments(self, X):
+        if self._uses_glm():
+            mean, cov = self._glm_moments(X)
+            var = torch.diagonal(cov, dim1=-2, dim2=-1).double().clamp_min(0.0)
+            noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=var.dtype, device=var.device)
+            if self._is_multi():
+                return mean.double(), var + noise
+            return mean[:, 0].double(), var[:, 0] + noise
         if self._is_multi():
             f = self._predict_outputs(X).double()
             noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=f.dtype, device=f.device)
@@ -938,7 +974,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         The mean averages the network output over ``predict_samples`` weight
         samples; the standard deviation combines the spread of those outputs
         (epistemic) with the learned noise (aleatoric):
-        ``std^2 = Var_q[f(x)] + E_q[1 / tau]``.
+        ``std^2 = Var_q[f(x)] + E_q[1 / tau]``. With ``predictive='glm'`` the
+        mean is ``f(x; mu)`` and ``Var_q[f(x)]`` is the linearised network's
+        ``J(x) Sigma J(x)^T``.
 
         Parameters
         ----------
@@ -998,6 +1036,9 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         together (conditionally independent given the weights:
         ``(1/S) sum_s prod_j N(y_j | f_sj(x), noise_std_[j]^2)``), so the result is
         summed over the targets, not averaged.
+        With ``predictive='glm'`` it is the exact density of the linearised
+        predictive, ``N(y | f(x; mu), J Sigma J^T + noise_std_^2)`` (per target, summed
+        over the targets of a 2-D ``y``).
 
         Parameters
         ----------
@@ -1013,6 +1054,20 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         log_likelihood : float
             Mean over the rows of the log predictive density (higher is better).
         """
+        if self._uses_glm():
+            mean_t, var_t = self._moments(X)
+            mean = self._y_mean + self._y_std * mean_t.cpu().numpy()
+            var = self._y_std**2 * var_t.cpu().numpy()
+            if self._is_multi():
+                y_2d: np.ndarray = check_array(y, ensure_2d=True, dtype=np.float64)
+                if y_2d.shape != mean.shape:
+                    raise ValueError(
+                        f"y must have shape {mean.shape} (rows of X, targets at fit time), got {y_2d.shape}."
+                    )
+                return float(np.mean((-0.5 * (y_2d - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)).sum(-1)))
+            y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
+            check_consistent_length(mean, y)
+            return float(np.mean(-0.5 * (y - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)))
         if self._is_multi():
             f = self.sample_outputs(X, n_samples=n_samples)  # (S, n, k) in the units of y
             y_arr: np.ndarray = check_array(y, ensure_2d=True, dtype=np.float64)
@@ -1085,6 +1140,12 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 
 class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     """Bernoulli (two classes, one logit) or categorical (softmax) classification (not public)."""
+
+    #: How ``predictive='glm'`` turns Gaussian logits into probabilities for more than two
+    #: classes: 'pairwise' (the probit approximation of every pairwise logit difference),
+    #: 'probit' (each logit scaled by its own variance) or 'mc' (``predict_samples`` draws
+    #: of the logits). Two classes always use MacKay's probit approximation.
+    _glm_link = "pairwise"
 
     def _validate_X_y(self, X, y, reset):
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32])
@@ -1242,7 +1303,10 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """Posterior predictive class probabilities.
 
         The Monte Carlo average over ``predict_samples`` weight samples of the
-        network's class probabilities (not of its logits).
+        network's class probabilities (not of its logits). With
+        ``predictive='glm'``: the probit approximation of the expected sigmoid or
+        softmax under the linearised network's Gaussian logits (for the softmax, of every
+        pairwise difference of the logits).
 
         Parameters
         ----------
@@ -1255,7 +1319,12 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             Columns follow ``classes_``.
         """
         check_is_fitted(self, "posterior_")
-        p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
+        if self._uses_glm() and (self._glm_link != "mc" or len(self.classes_) == 2):
+            mean, cov = self._glm_moments(X)
+            link = pairwise_probit_proba if self._glm_link == "pairwise" else probit_proba
+            p = link(mean.double(), cov.double()).cpu().numpy()
+        else:
+            p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
         self._check_finite("class probabilities", p)
         # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
         # scikit-learn's metrics (which check the sums at float64 precision) accept them

@@ -51,6 +51,7 @@ class BBBRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -85,6 +86,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

@@ -69,6 +69,7 @@ class NoisyKFACRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -110,6 +111,7 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -156,6 +158,7 @@ class NoisyEKFACRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -200,6 +203,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

@@ -50,6 +50,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -87,6 +88,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

@@ -84,6 +84,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -119,6 +120,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

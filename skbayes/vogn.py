@@ -67,6 +67,7 @@ class VOGNRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 
@@ -105,6 +106,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
+        predictive="sampled",
     ):
         store_init_params(locals())
 

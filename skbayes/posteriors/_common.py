@@ -121,6 +121,21 @@ class PosteriorMixin:
         """
         raise NotImplementedError
 
+    def covariance_apply_t(self, x):
+        """Apply the posterior covariance: ``Sigma x``, without forming ``Sigma``.
+
+        Parameters
+        ----------
+        x : Tensor of shape (D,) or (D, k)
+            Vector(s) to multiply.
+
+        Returns
+        -------
+        y : Tensor of the shape of ``x``
+            ``Sigma x`` (``P^{-1} x`` by default, through :meth:`solve_t`).
+        """
+        return self.solve_t(x)
+
     def kl_to_prior(self, prior_precision):
         """``KL(q || N(0, diag(lam)^{-1}))`` to the Gaussian weight prior.
 

@@ -130,6 +130,12 @@ class KroneckerBlock(SharedOnCopy):
     def variance(self):
         return self.c * self.FA.diag_inverse()[:, None] * self.FS.diag_inverse()[None, :]
 
+    def apply(self, V):
+        """The block's covariance applied to matrices ``V`` (r, n, p): ``c F_A^{-1} V F_S^{-1}``."""
+        r, n, p = V.shape
+        Y = self.FA.solve_left(V.transpose(0, 1).reshape(n, r * p)).reshape(n, r, p).transpose(0, 1)
+        return self.c * self.FS.solve_right(Y.reshape(r * n, p)).reshape(r, n, p)
+
     def dense(self, inverse):
         if inverse:
             return torch.kron(self.FS.dense(), self.FA.dense()) / self.c
@@ -162,6 +168,10 @@ class EigenBlock(SharedOnCopy):
 
     def variance(self):
         return (self.QA * self.QA) @ self.s @ (self.QS * self.QS).T
+
+    def apply(self, V):
+        """The block's covariance applied to matrices ``V`` (r, n, p)."""
+        return self.QA @ ((self.QA.T @ V @ self.QS) * self.s) @ self.QS.T
 
     def dense(self, inverse):
         Q = torch.kron(self.QS, self.QA)
@@ -246,6 +256,14 @@ class KroneckerGaussian(PosteriorMixin):
         for l, b in zip(self.layers, self.blocks):
             l.mat_to_flat(b.variance(), var)
         return var
+
+    def covariance_apply_t(self, x):
+        vec = x.dim() == 1
+        X = (x[:, None] if vec else x).T  # (r, D)
+        out = torch.zeros_like(X)
+        for l, b in zip(self.layers, self.blocks):
+            l.mat_to_flat(b.apply(l.flat_to_mat(X)), out)
+        return out[0] if vec else out.T
 
     def _dense(self, inverse):
         D = self.mean_t.shape[0]

@@ -143,6 +143,26 @@ class LowRankGaussian(PosteriorMixin):
             return linalg.woodbury_solve(self.U_t, self.d_t + shift, x)
         return linalg.woodbury_solve(self.U_t, self.d_t, x, chol=self._small()[0])
 
+    def covariance_factors_t(self):
+        """The covariance as a diagonal minus a low-rank part, ``diag(v) - Z Z^T``.
+
+        By the Woodbury identity ``(U U^T + diag(d))^{-1} = diag(1/d) - Z Z^T`` with
+        ``Z = diag(1/d) U C^{-T}`` and ``C C^T = I + U^T diag(d)^{-1} U``.
+
+        Returns
+        -------
+        v : Tensor of shape (D,)
+            ``1 / d``.
+        Z : Tensor of shape (D, L)
+            The low-rank part's factor (``L = 0`` columns for a diagonal posterior).
+        """
+        v = 1.0 / self.d_t
+        if self.rank == 0:
+            return v, self.d_t.new_zeros(self.d_t.shape[0], 0)
+        chol = self._small()[0]
+        Z = torch.linalg.solve_triangular(chol, (self.U_t * v[:, None]).T, upper=False).T
+        return v, Z
+
     def kl_to_prior(self, prior_precision):
         if not is_scalar_precision(prior_precision):
             return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), self.logdet_precision_t())

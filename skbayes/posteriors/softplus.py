@@ -100,6 +100,10 @@ class SoftplusGaussian(PosteriorMixin):
     def precision_t(self):
         return torch.diag(1.0 / self.variance_t())
 
+    def covariance_apply_t(self, x):
+        v = self.variance_t()
+        return x * v if x.dim() == 1 else x * v[:, None]
+
     def covariance(self, max_size=5000):
         self._check_dense(max_size)
         with torch.no_grad():

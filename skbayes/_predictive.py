@@ -1,0 +1,213 @@
+"""The linearised (GLM) predictive: the network linearised at the posterior mean.
+
+With ``f(x; theta) ~ f(x; mu) + J(x) (theta - mu)`` and ``theta ~ N(mu, Sigma)``, the
+outputs of a row are Gaussian with mean ``f(x; mu)`` and covariance
+``J(x) Sigma J(x)^T`` (outputs x outputs). :func:`linearized_moments` computes both,
+chunked over rows (memory does not grow with the number of rows; a row's moments
+depend on that row only), without forming ``Sigma``:
+
+- networks on the dense-layer path (``DenseSpec``): the Jacobian of output ``k`` with
+  respect to a ``Linear`` layer's weights is the outer product of the back-propagated
+  ``delta_k`` and the layer input ``a``, so every posterior structure reduces to small
+  per-layer products: a diagonal covariance (VOGN, Vadam/Vprop, BBB), a diagonal minus a
+  low-rank part (SLANG, by Woodbury), a Kronecker product per layer (noisy K-FAC) or its
+  eigenbasis form (noisy EK-FAC);
+- any other module: the Jacobian rows by ``torch.func`` (``vmap`` over rows of
+  ``jacrev``), times ``Sigma J^T`` from the posterior's ``covariance_apply_t``.
+
+:func:`gaussian_draws` turns the moments into draws of the outputs (the same standard
+normal draws for every row), and :func:`probit_proba` into class probabilities by the
+probit approximation.
+"""
+
+import math
+
+import torch
+from torch.func import jacrev, vmap
+
+from .posteriors import DiagonalGaussian, KroneckerGaussian, LowRankGaussian, SoftplusGaussian
+from .posteriors.kronecker import EigenBlock
+
+#: Elements of the largest temporary a chunk of rows may allocate (32 Mi values).
+_BUDGET = 2**25
+
+
+def linearized_moments(posterior, forward, X):
+    """Mean and covariance of the linearised network's outputs under the posterior.
+
+    Parameters
+    ----------
+    posterior : PosteriorMixin
+        A Gaussian posterior (``mean_t`` and ``covariance_apply_t``).
+    forward : NetworkForward
+        The network.
+    X : Tensor of shape (n, n_features)
+        Rows.
+
+    Returns
+    -------
+    mean : Tensor of shape (n, k)
+        ``f(x; mu)``.
+    cov : Tensor of shape (n, k, k)
+        ``J(x) Sigma J(x)^T`` per row.
+    """
+    mu = posterior.mean_t.detach()
+    fast = forward.dense and isinstance(
+        posterior, (LowRankGaussian, DiagonalGaussian, SoftplusGaussian, KroneckerGaussian)
+    )
+    with torch.no_grad():
+        k = forward(mu, X[:1]).shape[-1] if X.shape[0] else 1
+    if X.shape[0] == 0:
+        return X.new_zeros(0, k), X.new_zeros(0, k, k)
+    if fast:
+        plan = _dense_plan(posterior, forward)
+        widest = max(max(o, i) for (_, o, i, _) in forward.spec.linears)
+        rank = plan["Z"].shape[1] if plan.get("Z") is not None else 0
+        m = max(1, min(4096, _BUDGET // (k * widest + rank * widest + widest)))
+        step = lambda Xc: _dense_moments(plan, forward, mu, Xc, k)  # noqa: E731
+    else:
+        m = max(1, min(4096, _BUDGET // (k * mu.shape[0])))
+        step = lambda Xc: _generic_moments(posterior, forward, mu, Xc)  # noqa: E731
+    means, covs = [], []
+    for r0 in range(0, X.shape[0], m):
+        mean, cov = step(X[r0 : r0 + m])
+        means.append(mean)
+        covs.append(0.5 * (cov + cov.transpose(1, 2)))
+    return torch.cat(means), torch.cat(covs)
+
+
+def _generic_moments(posterior, forward, mu, Xc):
+    """Any module: Jacobian rows (m, k, D) by ``torch.func``, then ``J Sigma J^T``."""
+
+    def f(theta, x):
+        return forward(theta, x[None])[0]
+
+    with torch.enable_grad():
+        J = vmap(jacrev(f), in_dims=(None, 0))(mu, Xc)  # (m, k, D)
+    with torch.no_grad():
+        J = J.detach()
+        m, k, D = J.shape
+        SJ = posterior.covariance_apply_t(J.reshape(m * k, D).T).T.reshape(m, k, D)
+        cov = torch.einsum("mkd,mld->mkl", J, SJ)
+        mean = forward(mu, Xc)
+    return mean, cov
+
+
+def _dense_plan(posterior, forward):
+    """The posterior's covariance in the form the dense path consumes, once per call."""
+    with torch.no_grad():
+        if isinstance(posterior, KroneckerGaussian):
+            return {"blocks": {l.w_off: (l, b) for l, b in zip(posterior.layers, posterior.blocks)}}
+        if isinstance(posterior, LowRankGaussian):
+            v, Z = posterior.covariance_factors_t()
+            return {"v": v, "Z": Z if Z.shape[1] else None}
+        return {"v": posterior.variance_t()}  # diagonal covariances
+
+
+def _dense_moments(plan, forward, mu, Xc, k):
+    """Dense-layer networks: per layer, ``J_k = delta_k a^T`` (weights) and ``delta_k`` (bias)."""
+    spec = forward.spec
+    with torch.no_grad():
+        out, tape = spec.forward_tape(mu[None], Xc)
+        # back-propagate the k unit output directions at once (k plays the sample axis)
+        tape = [_expand_entry(e, k) for e in tape]
+        eye = torch.eye(k, dtype=Xc.dtype, device=Xc.device)
+        deltas = spec.backward(tape, eye[:, None, :].expand(k, Xc.shape[0], k))
+        inputs = spec.linear_inputs(tape)
+        m = Xc.shape[0]
+        cov = Xc.new_zeros(m, k, k)
+        JZ = None
+        for A, delta, (w_off, o, i, b_off) in zip(inputs, deltas, spec.linears):
+            a = A[0]  # (m, i): the same for every direction
+            dl = delta.permute(1, 0, 2)  # (m, k, o)
+            if "blocks" in plan:
+                layer, block = plan["blocks"][w_off]
+                a1 = torch.cat([a, a.new_ones(m, 1)], 1) if layer.has_bias else a
+                if isinstance(block, EigenBlock):
+                    u = (a1 @ block.QA) ** 2 @ block.s  # (m, p)
+                    w = dl @ block.QS
+                    cov += torch.einsum("mp,mkp,mlp->mkl", u, w, w)
+                else:
+                    qa = (a1 * block.FA.solve_left(a1.T).T).sum(1)  # a^T F_A^{-1} a
+                    Sd = block.FS.solve_right(dl.reshape(m * k, o)).reshape(m, k, o)
+                    cov += block.c * qa[:, None, None] * torch.einsum("mko,mlo->mkl", dl, Sd)
+                continue
+            v = plan["v"]
+            T = (a * a) @ v[w_off : w_off + o * i].view(o, i).T  # (m, o)
+            if b_off is not None:
+                T = T + v[b_off : b_off + o]
+            cov += torch.einsum("mko,mlo,mo->mkl", dl, dl, T)
+            Z = plan.get("Z")
+            if Z is not None:
+                L = Z.shape[1]
+                G = torch.einsum("roi,mi->mro", Z[w_off : w_off + o * i].T.reshape(L, o, i), a)
+                if b_off is not None:
+                    G = G + Z[b_off : b_off + o].T[None]
+                part = torch.einsum("mko,mro->mkr", dl, G)
+                JZ = part if JZ is None else JZ + part
+        if JZ is not None:
+            cov -= JZ @ JZ.transpose(1, 2)
+        return out[0], cov
+
+
+def _expand_entry(entry, k):
+    """A tape entry of one weight vector made to serve ``k`` back-propagated directions."""
+    if entry[0] == "linear":
+        return ("linear", entry[1], entry[2].expand(k, -1, -1), entry[3])
+    if entry[0] == "act":
+        z = entry[2]
+        return ("act", entry[1], None if z is None else z.expand(k, -1, -1), entry[3].expand(k, -1, -1))
+    return entry
+
+
+def _sqrt(cov):
+    """Per-row square roots ``R`` with ``R R^T = cov`` (``cov`` (n, k, k) PSD up to rounding)."""
+    if cov.shape[-1] == 1:
+        return cov.clamp_min(0.0).sqrt()
+    R, info = torch.linalg.cholesky_ex(cov)
+    if bool((info != 0).any()):
+        lam, Q = torch.linalg.eigh(cov)
+        R = Q * lam.clamp_min(0.0).sqrt()[:, None, :]
+    return R
+
+
+def gaussian_draws(mean, cov, n_samples, generator):
+    """Draws ``(S, n, k)`` of ``N(mean_i, cov_i)`` per row; the same standard normal draws
+    ``(S, k)`` serve every row, so a row's draws do not depend on the other rows."""
+    z = torch.randn(int(n_samples), mean.shape[-1], generator=generator, dtype=mean.dtype, device=mean.device)
+    return mean[None] + torch.einsum("nkl,sl->snk", _sqrt(cov), z)
+
+
+def pairwise_probit_proba(mean, cov):
+    """Class probabilities ``(n, n_classes)`` from Gaussian logits by the probit approximation
+    of every pairwise difference of logits (the mean-field approximation of Lu, Ie and Sha,
+    2020)::
+
+        p_k ~ 1 / sum_j exp(-(m_k - m_j) / sqrt(1 + pi s_kj / 8)),  s_kj = Var(f_k - f_j)
+
+    normalised to sum to 1. It depends on the logits through their differences only, as the
+    softmax does (a variance shared by all logits changes nothing), and for two classes it
+    is MacKay's approximation of the sigmoid.
+    """
+    if mean.shape[-1] == 1:
+        return probit_proba(mean, cov)
+    var = torch.diagonal(cov, dim1=-2, dim2=-1)
+    s = (var[:, :, None] + var[:, None, :] - 2.0 * cov).clamp_min(0.0)
+    z = -(mean[:, :, None] - mean[:, None, :]) / torch.sqrt(1.0 + (math.pi / 8.0) * s)
+    logp = -torch.logsumexp(z, -1)
+    return torch.softmax(logp, -1)
+
+
+def probit_proba(mean, cov):
+    """Class probabilities ``(n, n_classes)`` from Gaussian logits by the probit approximation.
+
+    One logit (two classes): ``sigmoid(m / sqrt(1 + pi v / 8))`` (MacKay, 1992). Several:
+    ``softmax(m_k / sqrt(1 + pi v_kk / 8))``, the multi-class probit approximation
+    (the marginal variances only).
+    """
+    var = torch.diagonal(cov, dim1=-2, dim2=-1).clamp_min(0.0)
+    z = mean / torch.sqrt(1.0 + (math.pi / 8.0) * var)
+    if mean.shape[-1] == 1:
+        p1 = torch.sigmoid(z[:, 0])
+        return torch.stack([1.0 - p1, p1], -1)
+    return torch.softmax(z, -1)
