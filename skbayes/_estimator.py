@@ -164,6 +164,17 @@ class _Structure:
     def __deepcopy__(self, memo):
         return self
 
+    def __getstate__(self):
+        return {"values": self.values}
+
+    def __setstate__(self, state):
+        self.values = state["values"]
+
+
+#: Stands for "the estimator's own ``module`` parameter" in a saved :class:`_Structure` (a
+#: module, the user's class, factory or instance, is saved once, as the parameter).
+_MODULE_PARAM = "<the estimator's module parameter>"
+
 
 def _short(value) -> str:
     """A one-line description of a parameter value for messages."""
@@ -227,7 +238,16 @@ class BayesianNetwork(BaseEstimator):
 
     # --- persistence: tensors and modules as numpy arrays (pickle and skops.io) ---------
     def __getstate__(self):
-        return _persist.encode_state(self, super().__getstate__(), self.get_params(deep=False))
+        state = super().__getstate__()
+        structure = state.get("_structure")
+        if structure is not None and "module" in structure.values:
+            values = dict(structure.values)
+            if values["module"] is self.module:
+                values["module"] = _MODULE_PARAM
+            else:  # changed since the fit and not saved: that change is not detected after loading
+                del values["module"]
+            state = {**state, "_structure": _Structure(values)}
+        return _persist.encode_state(self, state, self.get_params(deep=False))
 
     def __setstate__(self, state):
         state = dict(state)
@@ -235,6 +255,9 @@ class BayesianNetwork(BaseEstimator):
         super().__setstate__(state)
         if portable is not None:
             _persist.decode_state(self, {"_skbayes_state": portable})
+        structure = self.__dict__.get("_structure")
+        if structure is not None and structure.values.get("module") == _MODULE_PARAM:
+            self._structure = _Structure({**structure.values, "module": self.module})
 
     # --- validation ---------------------------------------------------------------
     @classmethod

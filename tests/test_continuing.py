@@ -54,6 +54,8 @@ TABLE = {
     "noise_prior": [(2.0, 2.0)],
     "prior_precision": [3.0, "auto"],
     "random_state": [7],
+    "n_threads": [1],
+    "predictive": ["glm"],
 }
 #: ``warm_start`` is the switch under test itself.
 SWITCH = "warm_start"
