@@ -186,8 +186,12 @@ def fashion_files(data_dir):
 
 
 @functools.lru_cache(maxsize=4)
-def load_images(name, seed, data_dir, n_rows):
-    """``(Xtr, ytr, Xte, yte, side)``: flat images on [0, 1] and integer labels."""
+def load_images(name, seed, data_dir, n_test):
+    """``(Xtr, ytr, Xte, yte, side)``: flat images on [0, 1] and integer labels.
+
+    Fashion-MNIST: the training rows shuffled by ``seed`` (the caller takes the first
+    ones of the classes it needs) and ``n_test`` random test rows (all 10,000 by default).
+    """
     if name == "digits":
         from sklearn.datasets import load_digits
         from sklearn.model_selection import train_test_split
@@ -197,12 +201,13 @@ def load_images(name, seed, data_dir, n_rows):
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
         return Xtr, ytr, Xte, yte, 8
     f = fashion_files(data_dir)
-    Xtr = _read_idx(f["train-images-idx3-ubyte"]).reshape(-1, 784).astype(np.float64) / 255.0
     ytr = _read_idx(f["train-labels-idx1-ubyte"]).astype(np.int64)
-    Xte = _read_idx(f["t10k-images-idx3-ubyte"]).reshape(-1, 784).astype(np.float64) / 255.0
-    yte = _read_idx(f["t10k-labels-idx1-ubyte"]).astype(np.int64)
     idx = np.random.RandomState(seed).permutation(len(ytr))
-    return Xtr[idx], ytr[idx], Xte, yte, 28  # the caller takes the first n_rows of the rows it needs
+    Xtr = _read_idx(f["train-images-idx3-ubyte"]).reshape(-1, 784)[idx].astype(np.float64) / 255.0
+    yte = _read_idx(f["t10k-labels-idx1-ubyte"]).astype(np.int64)
+    te = np.sort(np.random.RandomState(seed).permutation(len(yte))[:n_test])
+    Xte = _read_idx(f["t10k-images-idx3-ubyte"]).reshape(-1, 784)[te].astype(np.float64) / 255.0
+    return Xtr, ytr[idx], Xte, yte[te], 28
 
 
 #: (degrees, pixel-noise std) per severity step: 8x8 images lose more to a rotation's interpolation.
@@ -253,7 +258,7 @@ def make_data(job):
 
     d, fit, seed = job["dataset"], job["fit"], job["seed"]
     if d in IMAGE:
-        Xtr, ytr, Xte, yte, side = load_images(d, seed, job["data_dir"], job["fashion_rows"])
+        Xtr, ytr, Xte, yte, side = load_images(d, seed, job["data_dir"], job["fashion_test_rows"])
         if fit == "ood":
             Xtr, ytr = Xtr[ytr < 5], ytr[ytr < 5]
         if d == "fashion":
@@ -740,8 +745,9 @@ def protocol(results, candidates, default_of):
 
 def sweep_candidates(methods, grid):
     """For each skbayes method: {variant label: params}, candidates it rejects dropped (and printed)."""
-    import skbayes
     from sklearn.datasets import make_classification
+
+    import skbayes
 
     X, y = make_classification(n_samples=40, n_features=4, random_state=0)
     names = list(grid)
@@ -791,7 +797,8 @@ def main(argv=None):
     ap.add_argument("--seeds", type=int, default=None, help="seeds (splits) per data set; default 3, --quick 1")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (one torch thread each)")
     ap.add_argument("--epochs", type=int, default=None, help="max_iter of every network (default: their own)")
-    ap.add_argument("--fashion-rows", type=int, default=10_000)
+    ap.add_argument("--fashion-rows", type=int, default=10_000, help="Fashion-MNIST training rows")
+    ap.add_argument("--fashion-test-rows", type=int, default=10_000, help="Fashion-MNIST test rows (random subset)")
     ap.add_argument("--fashion-hidden", default="100", help="hidden layers on Fashion-MNIST, e.g. 400,400")
     ap.add_argument("--data", default=FASHION_DIR, help="folder of the Fashion-MNIST idx files")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
@@ -896,17 +903,21 @@ def main(argv=None):
                         severities=SEVERITIES if "shift" in tasks else (0,),
                         data_dir=args.data,
                         fashion_rows=args.fashion_rows,
+                        fashion_test_rows=args.fashion_test_rows,
                     )
                 )
-    print(f"{len(jobs)} fits; hidden layers: (50,) and Fashion-MNIST {fashion_hidden}\n")
+    print(
+        f"{len(jobs)} fits; hidden layers (50,), Fashion-MNIST {fashion_hidden} "
+        f"({args.fashion_rows} training rows, {args.fashion_test_rows} test rows)\n"
+    )
     t0 = time.perf_counter()
     results = []
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for r in pool.map(run_job, jobs):
             results.append(r)
             print(
-                f"  done {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: fit {r.get('fit_s', math.nan):.1f} s"
-                + (f"  PROBLEM {r['problems']}" if r["problems"] else ""),
+                f"  done {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: "
+                f"fit {r.get('fit_s', math.nan):.1f} s" + (f"  PROBLEM {r['problems']}" if r["problems"] else ""),
                 file=sys.stderr,
                 flush=True,
             )
