@@ -680,6 +680,123 @@ def report(results, variants, tasks, datasets):
             print(f"  {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: {'; '.join(r['problems'])}")
 
 
+# --- issue 23's targets -------------------------------------------------------------------
+GAUSSIAN = ("slang", "vogn", "vadam", "vprop", "bbb", "kfac", "ekfac")
+
+
+def targets(results):
+    """Issue 23's targets that these tasks measure, each 'met' or 'NOT met' with its numbers."""
+
+    def mean(d, fit, method, key):
+        v = [r[key] for r in results if (r["dataset"], r["fit"], r["method"]) == (d, fit, method) and key in r]
+        v = [x for x in v if x is not None and np.isfinite(x)]
+        return float(np.mean(v)) if v else math.nan
+
+    def have(d, fit, method):
+        return np.isfinite(mean(d, fit, method, "fit_s"))
+
+    def line(ok, text):
+        print(f"- {'met' if ok else 'NOT met'}: {text}")
+
+    print("\n## Targets (issue 23; means over the seeds run)\n")
+    skb = [m for m in SKB_ALL if any(r["method"] == m and r["variant"] == LABEL[m] for r in results)]
+    dsets = sorted({r["dataset"] for r in results}, key=DATASETS.index)
+    for d in [d for d in dsets if d in IMAGE]:
+        if have(d, "ood", "ensemble") and skb:
+            best = max(skb, key=lambda m: mean(d, "ood", m, "auroc"))
+            a, e = mean(d, "ood", best, "auroc"), mean(d, "ood", "ensemble", "auroc")
+            line(a >= e, f"OOD {d}: best skbayes AUROC ({LABEL[best]} {a:.3f}) >= 5-MLP ensemble's {e:.3f}")
+        if have(d, "ood", "mlp"):
+            ref = mean(d, "ood", "mlp", "auroc")
+            for m in [m for m in skb if m in GAUSSIAN]:
+                a = mean(d, "ood", m, "auroc")
+                line(a > ref, f"OOD {d}: {LABEL[m]} AUROC {a:.3f} > single MLP's {ref:.3f}")
+        sev = [s for s in SEVERITIES if np.isfinite(mean(d, "full", "mlp", f"logloss_s{s}"))]
+        if sev:
+            for m in [m for m in ("slang", "kfac") if m in skb]:
+                for key in ("logloss", "ece"):
+                    worse = [
+                        s for s in sev if mean(d, "full", m, f"{key}_s{s}") > mean(d, "full", "mlp", f"{key}_s{s}")
+                    ]
+                    line(
+                        not worse,
+                        f"shift {d}: {LABEL[m]} {key} <= single MLP's at every severity"
+                        + (f" (above at severities {worse})" if worse else ""),
+                    )
+            if have(d, "full", "ensemble") and skb:
+                for key in ("logloss", "ece"):
+                    worse = [
+                        s
+                        for s in sev
+                        if min(mean(d, "full", m, f"{key}_s{s}") for m in skb)
+                        > mean(d, "full", "ensemble", f"{key}_s{s}")
+                    ]
+                    line(
+                        not worse,
+                        f"shift {d}: some skbayes estimator's {key} <= the ensemble's at every severity"
+                        + (f" (none at severities {worse})" if worse else ""),
+                    )
+    for d in [d for d in dsets if d in IMAGE + TABULAR_CLF]:
+        if have(d, "full", "mlp"):
+            ref = mean(d, "full", "mlp", "aurc")
+            for m in [m for m in ("slang", "kfac") if m in skb]:
+                a = mean(d, "full", m, "aurc")
+                line(a <= ref, f"selective {d}: {LABEL[m]} AURC {a:.4f} <= single MLP's {ref:.4f}")
+    reg = [d for d in dsets if d in REGRESSION]
+    if reg:
+        for m in skb:
+            cov = {d: mean(d, "inrange", m, "cover90") for d in reg}
+            bad = {d: f"{100 * c:.0f}%" for d, c in cov.items() if not 0.85 <= c <= 0.95}
+            line(
+                not bad,
+                f"regression: {LABEL[m]} 90% intervals cover 85-95% in range on every set"
+                + (f" (off: {bad})" if bad else ""),
+            )
+        peers = [p for p in ("bayesridge", "gp") if any(have(d, "inrange", p) for d in reg)]
+        for m in skb:
+            tasks = [(d, f) for d in reg for f in ("inrange", "extrap") if have(d, f, m)]
+            wins = [
+                (d, f)
+                for d, f in tasks
+                if all(
+                    mean(d, f, m, "lpd") >= mean(d, f, p, "lpd") and mean(d, f, m, "crps") <= mean(d, f, p, "crps")
+                    for p in peers
+                )
+            ]
+            line(
+                2 * len(wins) >= len(tasks),
+                f"regression: {LABEL[m]} LPD and CRPS at least BayesianRidge's and "
+                f"the GP's on {len(wins)} of {len(tasks)} tasks (target: half)",
+            )
+        for m in skb:
+            bad = {}
+            for d in reg:
+                c = mean(d, "extrap", m, "cover90")
+                grow = mean(d, "extrap", m, "width90") / mean(d, "inrange", m, "width90")
+                if not (c >= 0.8 and grow > 1.0):
+                    bad[d] = f"coverage {100 * c:.0f}%, width x{grow:.2f}"
+            line(
+                not bad,
+                f"extrapolation: {LABEL[m]} intervals widen and cover >= 80% on every set"
+                + (f" (off: {bad})" if bad else ""),
+            )
+    fits = ("full", "ood", "inrange", "extrap")
+    tab = [(d, f) for d in dsets if d != "fashion" for f in fits if have(d, f, "ensemble")]
+    for m in [m for m in ("slang", "kfac") if m in skb]:
+        slow = [f"{d} {f}" for d, f in tab if mean(d, f, m, "fit_s") > mean(d, f, "ensemble", "fit_s")]
+        line(
+            not slow,
+            f"cost: {LABEL[m]} fits in at most the ensemble's time on {len(tab) - len(slow)} of "
+            f"{len(tab)} tabular/digits fits (same run; timings under the run's load)",
+        )
+        slow = [f"{d} {f}" for d, f in tab if mean(d, f, m, "predict_s") > 2 * mean(d, f, "ensemble", "predict_s")]
+        line(
+            not slow,
+            f"cost: {LABEL[m]} predicts in at most twice the ensemble's time on {len(tab) - len(slow)} "
+            f"of {len(tab)} fits",
+        )
+
+
 # --- the defaults protocol ----------------------------------------------------------------
 def group_of(dataset):
     if dataset in REGRESSION:
@@ -722,7 +839,14 @@ def protocol(results, candidates, default_of):
             if not table:
                 continue
             ranks = {c: [] for c in cands}
+            better = {c: 0 for c in cands}  # pairs where c beats the current default
+            dflt = default_of[est]
             for (_, _, _, higher), per in table.items():
+                if dflt in per:
+                    ref = np.mean(per[dflt])
+                    for c in per:
+                        v = np.mean(per[c])
+                        better[c] += bool(np.isfinite(v) and (not np.isfinite(ref) or (v > ref if higher else v < ref)))
                 names = [c for c in cands if c in per]
                 vals = np.array([np.mean(per[c]) for c in names])
                 vals = np.where(np.isfinite(vals), vals, -np.inf if higher else np.inf)
@@ -735,10 +859,13 @@ def protocol(results, candidates, default_of):
             win = default_of[est] if default_of[est] in tied else tied[0]
             winners[(est, grp)] = (win, mean_rank)
             print(f"### {LABEL[est]}, {grp} ({len(table)} data-set/metric pairs)\n")
-            print("| candidate | mean rank |\n|---|---:|")
+            print("| candidate | mean rank | pairs better than the current default |\n|---|---:|---:|")
             for c in sorted(mean_rank, key=mean_rank.get):
                 mark = " **winner**" if c == win else ""
-                print(f"| {c}{' (current default)' if c == default_of[est] else ''}{mark} | {mean_rank[c]:.2f} |")
+                print(
+                    f"| {c}{' (current default)' if c == dflt else ''}{mark} | {mean_rank[c]:.2f} | "
+                    f"{better[c]} of {len(table)} |"
+                )
             print()
     return winners
 
@@ -750,12 +877,15 @@ def sweep_candidates(methods, grid):
     import skbayes
 
     X, y = make_classification(n_samples=40, n_features=4, random_state=0)
-    names = list(grid)
     cands, default_of, skipped = {}, {}, []
     for m in methods:
         stem, extra = SKB_METHODS[m]
         cls = getattr(skbayes, stem + "Classifier")
         defaults = cls().get_params()
+        names = [k for k in grid if k in defaults]
+        for k in grid:
+            if k not in defaults:
+                skipped.append(f"{m}: has no parameter {k!r}; swept without it")
         default_params = {k: defaults.get(k) for k in names}
         cands[m] = {}
         for values in itertools.product(*(grid[k] for k in names)):
@@ -764,7 +894,7 @@ def sweep_candidates(methods, grid):
             try:
                 cls(**extra, hidden_layer_sizes=(4,), max_iter=1, random_state=0).set_params(**params).fit(X, y)
             except (ValueError, TypeError) as exc:  # InvalidParameterError is both
-                skipped.append(f"{label}: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}")
+                skipped.append(f"skipped {label}, rejected: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}")
                 continue
             cands[m][label] = params
             if all(default_params[k] == params[k] for k in names):
@@ -805,7 +935,24 @@ def main(argv=None):
     ap.add_argument("--sweep", action="store_true", help="run the defaults protocol over --grid")
     ap.add_argument("--grid", action="append", default=[], metavar="PARAM=V1,V2")
     ap.add_argument("--json", default=None, metavar="OUT", help="save the raw results")
+    ap.add_argument("--from-json", nargs="+", default=None, metavar="IN", help="print the tables of saved results")
     args = ap.parse_args(argv)
+    if args.from_json:
+        results, cmds = [], []
+        for path in args.from_json:
+            with open(path) as fh:
+                saved = json.load(fh)
+            results += saved["results"]
+            cmds.append(saved["command"])
+        print("# Uncertainty benchmark (bench_uncertainty.py), saved results of:\n")
+        for c in cmds:
+            print(f"    {c}")
+        shown = list(dict.fromkeys(r["variant"] for r in results))
+        print("\n## Results (mean ± std error over the seeds; best in bold; (!) see below)")
+        present = [d for d in DATASETS if any(r["dataset"] == d for r in results)]
+        report(results, shown, TASKS, present)
+        targets(results)
+        return 0
 
     tasks = [t for t in args.tasks.split(",") if t]
     for t in tasks:
@@ -874,7 +1021,7 @@ def main(argv=None):
         cands, default_of, skipped = sweep_candidates([m for m in methods if m in SKB_ALL], grid)
         print(f"sweep grid: {grid}")
         for s in skipped:
-            print(f"  skipped (rejected by the estimator): {s}")
+            print(f"  sweep: {s}")
         for m, cs in cands.items():
             for label, params in cs.items():
                 variants.append((label, m, dict(overrides.get(m, {}), **params)))
@@ -924,6 +1071,8 @@ def main(argv=None):
     shown = list(dict.fromkeys(v[0] for v in variants))
     print(f"\n## Results (mean ± std error over {seeds} seeds; best in bold; (!) see below)")
     report(results, shown, tasks, datasets)
+    if not args.sweep:
+        targets(results)
     if args.sweep:
         protocol(results, {m: list(cs) for m, cs in cands.items()}, default_of)
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
