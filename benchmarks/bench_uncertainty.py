@@ -1062,6 +1062,9 @@ def main(argv=None):
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for r in pool.map(run_job, jobs):
             results.append(r)
+            if args.json:  # saved as they come, so that an interrupted run keeps what it measured
+                with open(args.json, "w") as fh:
+                    json.dump(dict(command=cmd, results=results), fh, indent=1, default=str)
             print(
                 f"  done {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: "
                 f"fit {r.get('fit_s', math.nan):.1f} s" + (f"  PROBLEM {r['problems']}" if r["problems"] else ""),
@@ -1076,9 +1079,6 @@ def main(argv=None):
     if args.sweep:
         protocol(results, {m: list(cs) for m, cs in cands.items()}, default_of)
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
-    if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(dict(command=cmd, results=results), fh, indent=1, default=str)
     return 0
 
 
