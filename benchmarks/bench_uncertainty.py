@@ -782,7 +782,7 @@ def targets(results):
             )
     fits = ("full", "ood", "inrange", "extrap")
     tab = [(d, f) for d in dsets if d != "fashion" for f in fits if have(d, f, "ensemble")]
-    for m in [m for m in ("slang", "kfac") if m in skb]:
+    for m in [m for m in ("slang", "kfac") if m in skb and tab]:
         slow = [f"{d} {f}" for d, f in tab if mean(d, f, m, "fit_s") > mean(d, f, "ensemble", "fit_s")]
         line(
             not slow,
