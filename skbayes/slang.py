@@ -49,6 +49,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 
@@ -85,6 +86,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 

@@ -83,6 +83,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 
@@ -117,6 +118,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 

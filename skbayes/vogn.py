@@ -66,6 +66,7 @@ class VOGNRegressor(BayesianNetworkRegressor):
         device="cpu",
         dtype="float64",
         verbose=False,
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 
@@ -103,6 +104,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         device="cpu",
         dtype="float64",
         verbose=False,
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 
