@@ -83,7 +83,7 @@ PARAMS: dict[str, Entry] = {
         the optimum has precision ``prior_precision I + H / w`` (``H`` the data's
         Gauss-Newton matrix), the same mean as the prior
         ``w * prior_precision`` gives, and ``w`` times its covariance. See
-        :ref:`Tempering <tempering>` in the SLANG page of the documentation.""",
+        :ref:`Tempering <tempering-section>` in the SLANG page of the documentation.""",
     ),
     "max_iter": E(
         "int",
