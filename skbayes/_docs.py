@@ -233,8 +233,9 @@ ATTRS: dict[str, Entry] = {
         """
         Negative ELBO per epoch, divided by the number of training examples:
         the average minibatch estimate of ``E_q[-log p(y | X, theta)]`` over the
-        epoch plus the weighted ``KL(q || prior)`` at its end (regressors: on
-        standardised targets, including the noise precision's terms).""",
+        epoch plus ``kl_weight`` (times the ``kl_annealing`` factor) times
+        ``KL(q || prior)`` at its end (regressors: on standardised targets,
+        including the noise precision's terms).""",
     ),
     "validation_scores_": E(
         "list of float",
