@@ -17,9 +17,11 @@ biases excluded: the MAP under ``prior_precision=0.3``).
 same prior. For the MAP and for SLANG variants it prints the training and test
 log-loss of the posterior *mean* network (``module_``, the mean loaded into the
 network) next to the test log-loss of the sampled predictive, and the epochs used.
+``--part trajectory``: the same quantities along a SLANG fit without stopping.
 
 Run:  .venv/bin/python benchmarks/bench_tempering.py                       (sweep)
       .venv/bin/python benchmarks/bench_tempering.py --part gap
+      .venv/bin/python benchmarks/bench_tempering.py --part trajectory --splits 1
 Options: --methods slang,vogn,vadam,bbb,kfac,ekfac  --datasets digits,breast_cancer,wine,diabetes
          --weights 1,0.3,0.1,0.03  --splits 3  --jobs 2
 """
@@ -153,6 +155,30 @@ def gap_job(label, kw, k):
     return label, k, tr_mean, te_mean, te_pred, fit_s, est.n_iter_
 
 
+def trajectory_job(kl_weight, mc_samples, k, chunk=25, n_chunks=8):
+    """Digits split ``k``: SLANG at the defaults but ``kl_weight`` and ``mc_samples``, trained
+    in chunks of ``chunk`` epochs (``warm_start``, no stopping); after each chunk the
+    training objective (``loss_curve_``), the training log-loss of the mean network, the
+    test log-loss of the sampled predictive and the posterior's mean standard deviation."""
+    limit_threads()
+    from sklearn.metrics import log_loss
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    Xtr, Xte, ytr, yte = split("digits", k)
+    est = make("slang", False, kl_weight, k, mc_samples=mc_samples, warm_start=True, max_iter=chunk)
+    est.set_params(tol=0.0, n_iter_no_change=10**6)
+    pipe = make_pipeline(StandardScaler(), est)
+    rows = []
+    for _ in range(n_chunks):
+        pipe.fit(Xtr, ytr)
+        tr_mean = log_loss(ytr, mean_network_proba(pipe, Xtr), labels=est.classes_)
+        te_pred = log_loss(yte, pipe.predict_proba(Xte), labels=est.classes_)
+        sd = float(np.sqrt(est.posterior_.variance()).mean())
+        rows.append((kl_weight, mc_samples, k, len(est.loss_curve_), est.loss_curve_[-1], tr_mean, te_pred, sd))
+    return rows
+
+
 def mean_se(v):
     v = np.asarray(v, dtype=float)
     se = v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else float("nan")
@@ -160,10 +186,18 @@ def mean_se(v):
 
 
 def run(jobs, fn, args):
+    """``fn(*a)`` for every ``a`` in ``args`` (in ``jobs`` processes); each result is also
+    printed as a ``raw`` line when it arrives, so that a cut run keeps what it measured."""
+
+    def show(r):
+        print("raw", *(f"{v:.6g}" if isinstance(v, float) else v for v in r), flush=True)
+        return r
+
     if jobs == 1:
-        return [fn(*a) for a in args]
+        return [show(fn(*a)) for a in args]
     with ProcessPoolExecutor(jobs) as ex:
-        return list(ex.map(fn, *zip(*args)))
+        futures = [ex.submit(fn, *a) for a in args]
+        return [show(f.result()) for f in futures]
 
 
 #: SLANG variants of the gap study (constructor arguments on top of the defaults).
@@ -181,7 +215,7 @@ GAP_VARIANTS = [
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--part", choices=("sweep", "gap"), default="sweep")
+    ap.add_argument("--part", choices=("sweep", "gap", "trajectory"), default="sweep")
     ap.add_argument("--methods", default=",".join(METHODS))
     ap.add_argument("--datasets", default=",".join(DATASETS))
     ap.add_argument("--weights", default="1,0.3,0.1,0.03")
@@ -190,6 +224,16 @@ def main():
     ap.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1))
     a = ap.parse_args()
     splits = range(a.splits)
+    if a.part == "trajectory":
+        cases = [(w, S, k) for k in splits for w, S in ((1.0, 1), (0.1, 1), (1.0, 4))]
+        res = run(a.jobs, trajectory_job, cases)
+        print("digits: SLANG trained in chunks of 25 epochs without stopping")
+        print("| kl_weight | S | split | epochs | loss_curve_ | train log-loss (mean net) | test (sampled) | mean sd |")
+        print("|---|---|---|---|---|---|---|---|")
+        for rows in res:
+            for r in rows:
+                print("| " + " | ".join(f"{v:.4g}" if isinstance(v, float) else str(v) for v in r) + " |")
+        return
     if a.part == "gap":
         chosen = [GAP_VARIANTS[int(i)] for i in a.variants.split(",")] if a.variants else GAP_VARIANTS
         res = run(a.jobs, gap_job, [(lab, kw, k) for lab, kw in chosen for k in splits])
@@ -205,8 +249,11 @@ def main():
     methods = a.methods.split(",")
     datasets = a.datasets.split(",")
     weights = [float(w) for w in a.weights.split(",")]
-    args = [(m, d, w, k) for m in methods for d in datasets for w in weights for k in splits]
-    args += [("map", d, 1.0, k) for d in datasets for k in splits]
+    args = []
+    for k in splits:  # split by split, so that a cut run has whole splits
+        args += [(m, d, w, k) for d in datasets for m in methods for w in weights] + [
+            ("map", d, 1.0, k) for d in datasets
+        ]
     res = run(a.jobs, sweep_job, args)
     header = " | ".join(f"{d} {'log density / RMSE' if d in REGRESSION else 'log-loss / acc'}" for d in datasets)
     print(f"mean ± SE over {a.splits} splits; fit seconds (mean over data sets) and epochs (mean)")
