@@ -141,11 +141,9 @@ class BBBFamily(PosteriorFamily):
         kf = self.kl_factor(kl_scale)
         if precision is None:
             # the prior plus one unit of curvature per training example (as SLANG and VOGN)
-            if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
-                var = 1.0 / tempered_precision(start_precision(mean, prior_precision, n_train), prior_precision, kf)
-            elif kf == 1.0:
+            if kf == 1.0 and not (isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0):
                 var = torch.full_like(mean, 1.0 / (float(prior_precision) + float(n_train)))
-            else:
+            else:  # a learned prior, or tempered: lam + N / kl_weight
                 var = 1.0 / tempered_precision(start_precision(mean, prior_precision, n_train), prior_precision, kf)
         else:
             var = 1.0 / tempered_precision(precision.total, prior_precision, kf)  # data part / kl_weight
