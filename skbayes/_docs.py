@@ -75,8 +75,18 @@ PARAMS: dict[str, Entry] = {
     "kl_weight": E(
         "float",
         """
-        Weight of ``KL(q || prior)`` in the objective; 1 is the exact ELBO, below 1
-        tempers the posterior (down-weights the prior).""",
+        Tempering weight ``w > 0``: the fit maximises
+        ``E_q[log p(y | X, theta)] - w KL(q || prior)``. ``w = 1`` is the exact
+        ELBO (the Bayesian posterior); ``w < 1`` gives a colder posterior that
+        approaches the MAP under the same prior as ``w -> 0``. Divided by ``w``
+        this is the ELBO of the likelihood raised to ``1 / w``, so the method's
+        update is unchanged except that every data statistic (gradients and
+        curvature, scaled to the ``n_samples`` examples) counts ``1 / w`` times
+        against the prior precision and the entropy: for a linear-Gaussian model
+        the optimum has precision ``prior_precision I + H / w`` (``H`` the data's
+        Gauss-Newton matrix), the same mean as the prior
+        ``w * prior_precision`` gives, and ``w`` times its covariance. See
+        :ref:`Tempering <tempering-section>` in the SLANG page of the documentation.""",
     ),
     "max_iter": E(
         "'auto' or int",
@@ -125,9 +135,12 @@ PARAMS: dict[str, Entry] = {
     "kl_annealing": E(
         "tuple (gamma, a, b) or None",
         """
-        Anneal the KL term (App. E.9 of the i-BLM paper): its weight is
-        multiplied by ``gamma / (1 + exp(-a (t - b)))`` at step ``t`` (in the
-        update, the mean step and the reported objective).""",
+        A schedule on the KL weight (App. E.9 of the i-BLM paper): at step ``t``
+        the weight is ``kl_weight * gamma / (1 + exp(-a (t - b)))`` (floored at
+        1e-8), entering the update and the reported objective exactly as
+        ``kl_weight`` does, so the fit starts near the MAP and warms towards the
+        tempered posterior. Unlike a smaller ``prior_precision``, a small weight
+        also narrows the directions the data determine.""",
     ),
     "noise_precision": E(
         "'auto' or float",
@@ -260,8 +273,9 @@ ATTRS: dict[str, Entry] = {
         """
         Negative ELBO per epoch, divided by the number of training examples:
         the average minibatch estimate of ``E_q[-log p(y | X, theta)]`` over the
-        epoch plus the weighted ``KL(q || prior)`` at its end (regressors: on
-        standardised targets, including the noise precision's terms).""",
+        epoch plus ``kl_weight`` (times the ``kl_annealing`` factor) times
+        ``KL(q || prior)`` at its end (regressors: on standardised targets,
+        including the noise precision's terms).""",
     ),
     "validation_scores_": E(
         "list of float",

@@ -51,6 +51,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
         verbose=False,
         n_threads=None,
         predictive="sampled",
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 
@@ -89,6 +90,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="sampled",
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 

@@ -85,6 +85,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         verbose=False,
         n_threads=None,
         predictive="sampled",
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 
@@ -121,6 +122,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="sampled",
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 

@@ -68,6 +68,7 @@ class VOGNRegressor(BayesianNetworkRegressor):
         verbose=False,
         n_threads=None,
         predictive="sampled",
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 
@@ -107,6 +108,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="sampled",
+        kl_weight=1.0,
     ):
         store_init_params(locals())
 

@@ -54,7 +54,8 @@ class StepContext:
     t : int
         Training steps completed before this one.
     kl_scale : float
-        KL annealing factor at step ``t`` (1 without annealing).
+        KL annealing factor at step ``t`` (1 without annealing): the KL term's weight at
+        the step is ``kl_weight * kl_scale`` (:meth:`PosteriorFamily.kl_factor`).
     mc_samples : int
         Weight samples ``S`` per step.
     prior_precision : float or Tensor of shape (D,)
@@ -111,6 +112,15 @@ class PosteriorFamily:
     and :meth:`step`. The default :meth:`kl` is ``kl_weight * kl_scale *
     KL(q || N(0, prior_precision^{-1} I))``.
 
+    Tempering: every Gaussian family maximises ``E_q[log p(y | theta)] - w KL(q || prior)``
+    with ``w = kl_factor(kl_scale) = kl_weight * kl_scale``. Divided by ``w``, this is the
+    ELBO of the likelihood raised to the power ``1 / w``, so a natural-gradient family
+    runs its untempered update with every data statistic (the per-example gradients and
+    curvature scaled to ``N`` examples) multiplied by ``1 / w`` against the prior
+    precision and the entropy; the fixed point of a linear-Gaussian model is the
+    posterior with precision ``lambda I + (1 / w) H`` (``H`` the data's Gauss-Newton
+    matrix). :func:`tempered_precision` applies the same scaling to the starting precision.
+
     Parameters
     ----------
     params : dict
@@ -129,6 +139,10 @@ class PosteriorFamily:
     #: Parameters fixed in the posterior's structure when a fit starts (besides the network's,
     #: ``dtype`` and ``device``): a continuing fit cannot apply a change of them.
     structural_params: ClassVar[tuple[str, ...]] = ()
+
+    #: Weight ``w`` of the KL term (every Gaussian family has the ``kl_weight`` parameter,
+    #: which sets this attribute; MC dropout has none and keeps 1).
+    kl_weight: float = 1.0
 
     def __init__(self, params: dict[str, Any]):
         for k, v in params.items():
@@ -178,9 +192,9 @@ class PosteriorFamily:
 
     # --- shared helpers ---------------------------------------------------------------
     def kl_factor(self, kl_scale: float) -> float:
-        """Weight of the KL term: the ``kl_weight`` parameter (1 if the family has none)
-        times the annealing factor."""
-        return float(getattr(self, "kl_weight", 1.0)) * kl_scale
+        """Weight ``w`` of the KL term at a step: the ``kl_weight`` parameter times the
+        annealing factor ``kl_scale``."""
+        return float(self.kl_weight) * kl_scale
 
     def step_sizes(self) -> str:
         """``name=value`` of the step sizes, for warnings."""
@@ -207,6 +221,25 @@ def start_precision(mean, prior_precision, n_train: int) -> torch.Tensor:
     if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
         return prior_precision + float(n_train)
     return torch.full_like(mean, float(prior_precision) + float(n_train))
+
+
+#: Floor of the KL weight ``w`` where a family divides its data statistics by it (an
+#: annealing schedule can start at ``gamma / (1 + exp(a b))``, far below any useful value).
+MIN_KL_FACTOR = 1e-8
+
+
+def data_factor(kl_factor: float) -> float:
+    """``1 / w``, the factor of the data statistics in a tempered natural-gradient update
+    (``w`` floored at :data:`MIN_KL_FACTOR`)."""
+    return 1.0 / max(float(kl_factor), MIN_KL_FACTOR)
+
+
+def tempered_precision(total, prior_precision, kl_factor: float):
+    """A starting precision ``lambda + data`` with its data part scaled by ``1 / w``:
+    ``lambda + max(total - lambda, 0) / w``; ``total`` itself (the same tensor) at ``w = 1``."""
+    if kl_factor == 1.0:
+        return total
+    return prior_precision + (total - prior_precision).clamp_min(0.0) * data_factor(kl_factor)
 
 
 def kl_annealing_scale(kl_annealing, t: int) -> float:

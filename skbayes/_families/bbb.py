@@ -13,7 +13,15 @@ from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
 from ..posteriors._common import is_scalar_precision
 from ..posteriors.softplus import diag_gaussian_kl
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, adam_update, start_precision, weighted_sum
+from .base import (
+    LEARNABLE_PRIOR,
+    PosteriorFamily,
+    StepResult,
+    adam_update,
+    start_precision,
+    tempered_precision,
+    weighted_sum,
+)
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior
 #: (the value of the Kronecker-factored estimators).
@@ -93,7 +101,7 @@ class BBBFamily(PosteriorFamily):
     }
 
     param_docs = {
-        **FIRST_ORDER_DOCS,
+        **{k: v for k, v in FIRST_ORDER_DOCS.items() if k != "kl_annealing"},  # the shared schedule on kl_weight
         "local_reparam": E(
             "bool",
             """
@@ -130,14 +138,15 @@ class BBBFamily(PosteriorFamily):
     }
 
     def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+        kf = self.kl_factor(kl_scale)
         if precision is None:
             # the prior plus one unit of curvature per training example (as SLANG and VOGN)
-            if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
-                var = 1.0 / start_precision(mean, prior_precision, n_train)
-            else:
+            if kf == 1.0 and not (isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0):
                 var = torch.full_like(mean, 1.0 / (float(prior_precision) + float(n_train)))
+            else:  # a learned prior, or tempered: lam + N / kl_weight
+                var = 1.0 / tempered_precision(start_precision(mean, prior_precision, n_train), prior_precision, kf)
         else:
-            var = 1.0 / precision.total
+            var = 1.0 / tempered_precision(precision.total, prior_precision, kf)  # data part / kl_weight
         post = SoftplusGaussian.from_variance(mean.clone(), var.clone())
         z = torch.zeros_like(mean)
         return post, {"step": 0, "mu_m": z.clone(), "mu_v": z.clone(), "rho_m": z.clone(), "rho_v": z.clone()}

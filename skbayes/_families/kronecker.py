@@ -49,12 +49,6 @@ class KFACFamily(PosteriorFamily):
             """
             Exponential-moving-average rate ``beta`` of the Kronecker factors.""",
         ),
-        "kl_weight": E(
-            "float",
-            """
-            ``lambda``: weight of the KL term; 1 is the exact ELBO, below 1 tempers
-            the posterior (covariances shrink by ``lambda``).""",
-        ),
         "damping": E(
             "float",
             """

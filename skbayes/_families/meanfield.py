@@ -9,7 +9,7 @@ from .._docs import E
 from .._likelihoods import nll_grad
 from .._validation import Interval, Options
 from ..posteriors import DiagonalGaussian
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, weighted_sum
+from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, data_factor, scaled_prior, weighted_sum
 
 METHODS = ("vadam", "vprop")
 
@@ -60,6 +60,7 @@ class MeanFieldFamily(PosteriorFamily):
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither"), Options(("auto",))],
         "beta1": [Interval(numbers.Real, 0, 1, closed="left")],
         "beta2": [Interval(numbers.Real, 0, 1, closed="left")],
+        "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
     }
 
     param_docs = {
@@ -155,7 +156,9 @@ class MeanFieldFamily(PosteriorFamily):
             s0 = torch.ones_like(mean)  # the precision N + lam SLANG and VOGN start from
         else:
             s0 = precision.per_example
-        post = DiagonalGaussian(mean, n_train * s0 + lam)
+        kf = self.kl_factor(kl_scale)
+        n_eff = n_train if kf == 1.0 else n_train * data_factor(kf)  # tempering: N / kl_weight
+        post = DiagonalGaussian(mean, n_eff * s0 + lam)
         return post, {"s": s0, "s0": s0.clone(), "m": torch.zeros_like(mean)}
 
     def step(self, post, st, Xb, yb, ctx):
@@ -163,8 +166,12 @@ class MeanFieldFamily(PosteriorFamily):
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t + 1, ctx.n_train
         alpha = self.resolved_learning_rate()
         b1, b2 = float(self.beta1), float(self.beta2)
-        lam = scaled_prior(ctx.prior_precision, ctx.kl_scale)
-        lam_n = lam / N
+        lam = scaled_prior(ctx.prior_precision, 1.0)
+        kf = self.kl_factor(ctx.kl_scale)
+        # tempering: the data statistics count N / w times (w = kl_weight), i.e. the
+        # precision is (N / w) s + lam and the mean step's prior term is w lam / N
+        n_eff = N if kf == 1.0 else N * data_factor(kf)
+        lam_n = lam / n_eff
         theta = post.sample_t(S, generator=ctx.generator)  # mu + eps / sqrt(N s + lam)
         if ctx.weights is None:
             G, nll, f = minibatch_gradients(ctx.forward, theta, Xb, yb, ctx.likelihood)
@@ -186,6 +193,6 @@ class MeanFieldFamily(PosteriorFamily):
             mu = mu - alpha * m_hat / (torch.sqrt(s_hat) + lam_n)
         st["s"] = s
         post.mean_t = mu
-        post.d_t = N * s + lam
+        post.d_t = n_eff * s + lam
         scale = N / (M * S)
         return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, NOISE_STEP)

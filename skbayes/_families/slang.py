@@ -12,7 +12,16 @@ from .._validation import NONE, Interval
 from ..exceptions import _warn
 from ..posteriors import LowRankGaussian
 from ..posteriors.lowrank import slang_precision_update
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, scaled_prior, start_precision, weighted_sum
+from .base import (
+    LEARNABLE_PRIOR,
+    PosteriorFamily,
+    StepResult,
+    data_factor,
+    scaled_prior,
+    start_precision,
+    tempered_precision,
+    weighted_sum,
+)
 
 
 def _power(t, p):
@@ -39,6 +48,7 @@ class SLANGFamily(PosteriorFamily):
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
         "lr_decay": [Interval(numbers.Real, 0, None, closed="left"), NONE],
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
+        "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
     }
     step_size_names = ("beta",)
 
@@ -138,6 +148,7 @@ class SLANGFamily(PosteriorFamily):
             d0 = start_precision(mean, prior_precision, n_train)
         else:
             d0 = precision.total
+        d0 = tempered_precision(d0, prior_precision, self.kl_factor(kl_scale))  # data part / kl_weight
         U0 = mean.new_zeros(L, D).T  # (D, L) view of a contiguous (L, D) tensor
         return LowRankGaussian(mean, U0, d0), {"momentum": torch.zeros_like(mean)}
 
@@ -147,13 +158,17 @@ class SLANGFamily(PosteriorFamily):
         decay = 1.0 + (_power(t, float(self.lr_decay)) if self.lr_decay else 0.0)
         alpha = float(self.learning_rate) / decay
         beta = float(self.beta) / decay
-        lam = scaled_prior(ctx.prior_precision, ctx.kl_scale)
+        lam = scaled_prior(ctx.prior_precision, 1.0)
         theta = post.sample_t(S, generator=ctx.generator)
         if ctx.weights is None:
             curv, nll, f = per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood)
         else:  # rows sqrt(w_i) g_i: the Fisher weights example i by w_i, grad_sum is sum_i w_i g_i
             curv, nll, f = per_example_curvature(ctx.forward, theta, Xb, yb, ctx.likelihood, weights=ctx.weights)
         scale = N / (M * S)
+        data_term = float(scale * weighted_sum(nll, ctx.weights))
+        kf = self.kl_factor(ctx.kl_scale)
+        if kf != 1.0:  # tempering: the data statistics count 1 / kl_weight times against the prior
+            scale = scale * data_factor(kf)
         cache = state.setdefault("cache", {})
         L = min(int(self.rank), post.n_params)
         U, d = slang_precision_update(
@@ -169,6 +184,9 @@ class SLANGFamily(PosteriorFamily):
             rhs = torch.add(mom, post.mean_t, alpha=lam * c)  # (1 - gamma^(t+1)) (m_hat + lam mu)
         else:
             rhs = mom + (lam * c) * post.mean_t
-        step = post.solve_t(rhs, shift=N * float(self.damping))  # damping: the mean step only
+        shift = N * float(self.damping)  # damping: the mean step only, per (tempered) example
+        if kf != 1.0:
+            shift = shift * data_factor(kf)
+        step = post.solve_t(rhs, shift=shift)
         post.mean_t = torch.sub(post.mean_t, step, alpha=alpha / (1.0 - gamma ** (t + 1)))
-        return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, beta)
+        return StepResult(data_term, f, beta)
