@@ -49,7 +49,7 @@ from ._validation import (
     merged_constraints,
     validate_params,
 )
-from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning
+from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning, SmallStreamWarning
 from .metrics import mixture_log_likelihood
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -318,7 +318,7 @@ class BayesianNetwork(BaseEstimator):
             del self.__dict__[k]
         self.__dict__.update(state)
 
-    def _fit(self, X, y, incremental, classes=None, sample_weight=None):
+    def _fit(self, X, y, incremental, classes=None, sample_weight=None, n_samples_total=None):
         """Transactional fit: the previous fitted state is restored, exactly, when
         anything raises before the fit completes (invalid ``sample_weight`` included);
         a ``KeyboardInterrupt`` after at least one completed epoch keeps the end of the
@@ -329,7 +329,7 @@ class BayesianNetwork(BaseEstimator):
         saved = self._fitted_state(deep=not reset)
         try:
             with limit_torch_threads():
-                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight)
+                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight, n_samples_total)
         except BaseException:
             self._restore_fitted_state(saved)
             raise
@@ -343,12 +343,15 @@ class BayesianNetwork(BaseEstimator):
             raise KeyboardInterrupt
         return self
 
-    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None):
+    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None, n_samples_total=None):
         n_iter_before = getattr(self, "n_iter_", 0) if not reset else 0
         X, y = self._validate_X_y(X, y, reset=reset)
         sw = None
         if sample_weight is not None:
             X, y, sw = self._check_sample_weight(sample_weight, X, y)
+        if incremental:
+            n_total = self._stream_total(n_samples_total)
+            X, y, sw, reset, classes = self._stream_start(X, y, sw, reset, classes)
         if reset:
             self._warn_input_scale(X)
         self._prepare_targets(y, first=reset, classes=classes, sample_weight=sw)
@@ -368,6 +371,14 @@ class BayesianNetwork(BaseEstimator):
                 validation = lambda: self._validation_score(Xv_t, yv, swv)  # noqa: E731
         n_epochs = 1 if incremental else int(self.max_iter)
         weights, n_train = (None, None) if sw is None else self._effective_weights(sw, X.shape[0])
+        n_seen = float(X.shape[0] if sw is None else n_train)
+        if reset:
+            self._n_seen = 0.0
+        self._n_seen = self.__dict__.get("_n_seen", 0.0) + n_seen if incremental else n_seen
+        stream_size = None
+        if incremental:  # partial_fit: the batch stands for the stream's rows, not for itself
+            stream_size = self._n_seen if n_total is None else n_total
+            family.set_stream_size(self._state, stream_size)
         outcome = _loop.run_epochs(
             self,
             family,
@@ -378,9 +389,14 @@ class BayesianNetwork(BaseEstimator):
             validation,
             weights=weights,
             n_train=n_train,
+            n_total=stream_size,
         )
-        if outcome.interrupted and self.n_iter_ == n_iter_before:
+        if outcome.interrupted and self.n_iter_ == (0 if reset else n_iter_before):
             raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
+        if incremental and reset and n_iter_before:
+            self.n_iter_ = n_iter_before + 1  # a restarted stream start counts its calls
+        if incremental:
+            self._warn_small_stream()
         self.diverged_ = outcome.diverged
         self.prior_precision_ = self._prior.as_dict()
         self._forward.layout.load_into(self.module_, self.posterior_.mean_t)
@@ -388,6 +404,61 @@ class BayesianNetwork(BaseEstimator):
         if not incremental and not outcome.interrupted and self.n_iter_ > 0:
             self._warn_poor_fit(X, y_enc, family)
         return outcome.interrupted
+
+    # --- streams (partial_fit) ------------------------------------------------------
+    def _stream_total(self, n_samples_total):
+        """The ``n_samples_total`` of this ``partial_fit`` call, else of the last call that
+        passed one, else None (the running count of the rows seen)."""
+        if n_samples_total is None:
+            return self.__dict__.get("_n_samples_total")
+        if (
+            isinstance(n_samples_total, bool)
+            or not isinstance(n_samples_total, numbers.Real)
+            or not math.isfinite(n_samples_total)
+            or n_samples_total <= 0
+        ):
+            raise ValueError(
+                f"n_samples_total must be a positive number (the size of the whole data set the "
+                f"stream is drawn from) or None; got {n_samples_total!r}."
+            )
+        self._n_samples_total = float(n_samples_total)
+        return self._n_samples_total
+
+    def _stream_start(self, X, y, sw, reset, classes):
+        """The rows a ``partial_fit`` call trains on, and whether it (re)initialises.
+
+        Until ``iblm_batch_size`` rows have been seen, the target scaling and the start
+        are set from too few rows to be trusted: the stream's first rows are kept, and
+        every call re-initialises from all of them (the result is that of one
+        ``partial_fit`` on the rows so far). Returns ``(X, y, sample_weight, reset, classes)``.
+        """
+        buf = None if reset else self.__dict__.get("_stream_rows")
+        if buf is not None:
+            Xb, yb, wb = buf
+            if sw is not None or wb is not None:
+                wb = np.ones(Xb.shape[0]) if wb is None else wb
+                sw = np.concatenate([wb, np.ones(X.shape[0]) if sw is None else sw])
+            X = np.concatenate([Xb, X.astype(Xb.dtype, copy=False)])
+            y = np.concatenate([yb, np.asarray(y)])
+            reset = True
+            if classes is None and hasattr(self, "classes_"):
+                classes = self.classes_
+        if reset:
+            keep = X.shape[0] < int(self.iblm_batch_size)
+            self._stream_rows = (X.copy(), np.array(y), None if sw is None else sw.copy()) if keep else None
+        return X, y, sw, reset, classes
+
+    def _warn_small_stream(self):
+        if self.__dict__.get("_stream_rows") is None:
+            return
+        warnings.warn(
+            f"{type(self).__name__}.partial_fit has seen fewer rows than the "
+            f"iblm_batch_size={self.iblm_batch_size} it needs to set the target scaling and the start: "
+            "they are re-estimated from all rows seen so far at each call until then, and a model "
+            "fitted on so few rows is not to be trusted.",
+            SmallStreamWarning,
+            stacklevel=4,
+        )
 
     def _check_sample_weight(self, sample_weight, X, y):
         """Validated sample weights (a new float64 array when anything is dropped or
@@ -639,11 +710,18 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         return self._fit(X, y, incremental=False, sample_weight=sample_weight)
 
-    def partial_fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+        n_samples_total: float | None = None,
+    ) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
 
-        The first call initialises the model (target scaling is fixed by the
-        data of that call).
+        The first call initialises the model. Until ``iblm_batch_size`` rows have
+        been seen, every call re-initialises it from all the rows so far (target
+        scaling and start), with a ``SmallStreamWarning``.
 
         Parameters
         ----------
@@ -661,13 +739,22 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
             documentation. The weights count within the call: its
             data term is scaled to the sum of its weights.
+        n_samples_total : int, default=None
+            Size of the whole data set the stream is drawn from: every batch's data
+            term is scaled to it, so the prior counts against the whole data set (pass
+            it when running several epochs by ``partial_fit`` over the same data).
+            None: the running count of the rows seen by ``partial_fit`` so far (this
+            call's included; with sample weights, the sum of the weights), so that
+            after a single pass the posterior is weighed against all the data seen.
+            Remembered for later calls that do not pass it. See the
+            :ref:`streams section <streams-section>` of the documentation.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
-        return self._fit(X, y, incremental=True, sample_weight=sample_weight)
+        return self._fit(X, y, incremental=True, sample_weight=sample_weight, n_samples_total=n_samples_total)
 
     def _moments(self, X):
         f = self._predict_outputs(X)[..., 0].double()  # float64 moments: no overflow of a float32 variance
@@ -892,8 +979,13 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         y: ArrayLike,
         classes: ArrayLike | None = None,
         sample_weight: ArrayLike | None = None,
+        n_samples_total: float | None = None,
     ) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
+
+        The first call initialises the model. Until ``iblm_batch_size`` rows have
+        been seen, every call re-initialises it from all the rows so far (the
+        start), with a ``SmallStreamWarning``.
 
         Parameters
         ----------
@@ -915,6 +1007,15 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
             documentation. The weights count within the call: its
             data term is scaled to the sum of its weights.
+        n_samples_total : int, default=None
+            Size of the whole data set the stream is drawn from: every batch's data
+            term is scaled to it, so the prior counts against the whole data set (pass
+            it when running several epochs by ``partial_fit`` over the same data).
+            None: the running count of the rows seen by ``partial_fit`` so far (this
+            call's included; with sample weights, the sum of the weights), so that
+            after a single pass the posterior is weighed against all the data seen.
+            Remembered for later calls that do not pass it. See the
+            :ref:`streams section <streams-section>` of the documentation.
 
         Returns
         -------
@@ -923,7 +1024,9 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """
         if not hasattr(self, "classes_") and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit.")
-        return self._fit(X, y, incremental=True, classes=classes, sample_weight=sample_weight)
+        return self._fit(
+            X, y, incremental=True, classes=classes, sample_weight=sample_weight, n_samples_total=n_samples_total
+        )
 
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Posterior predictive class probabilities.

@@ -173,6 +173,11 @@ class PosteriorFamily:
         every parameter tensor (each layer's weight and bias separately)."""
         return tensor_groups(forward.layout)
 
+    def set_stream_size(self, state: dict, n_train: float) -> None:
+        """``partial_fit``: the data of the coming steps stand for ``n_train`` examples (the
+        rows seen so far, or the caller's ``n_samples_total``). Families that keep the
+        training-set size in ``state`` update it here; the others read ``ctx.n_train``."""
+
     # --- shared helpers ---------------------------------------------------------------
     def kl_factor(self, kl_scale: float) -> float:
         """Weight of the KL term: the ``kl_weight`` parameter (1 if the family has none)

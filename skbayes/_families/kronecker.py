@@ -207,6 +207,10 @@ class KFACFamily(PosteriorFamily):
         enters the layer's Kronecker-factored precision as the damping ``lam_l / N``."""
         return [(l.name, l.vec_index()) for l in kron_layers(forward.module, forward.layout)]
 
+    def set_stream_size(self, state, n_train):
+        """The intrinsic damping and the covariance scale follow the stream's size."""
+        state["n_train"] = n_train
+
     @staticmethod
     def _layer_priors(prior_precision, layers):
         """Each layer's prior precision (a float per layer)."""
