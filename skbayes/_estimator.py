@@ -457,7 +457,7 @@ class BayesianNetwork(BaseEstimator):
             "they are re-estimated from all rows seen so far at each call until then, and a model "
             "fitted on so few rows is not to be trusted.",
             SmallStreamWarning,
-            stacklevel=4,
+            stacklevel=5,  # the caller of partial_fit
         )
 
     def _check_sample_weight(self, sample_weight, X, y):
