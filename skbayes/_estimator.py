@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
     RandomStateLike = int | np.random.RandomState | None
 
-from . import _loop
+from . import _loop, _memory
 from ._families.base import PosteriorFamily, kl_annealing_scale
 from ._init import INITS, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
@@ -357,6 +357,7 @@ class BayesianNetwork(BaseEstimator):
         self._prepare_targets(y, first=reset, classes=classes, sample_weight=sw)
         y_enc = self._encode_targets(y)
         family = self._make_family()
+        self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
         if reset:
             self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
         validation = None
@@ -404,6 +405,56 @@ class BayesianNetwork(BaseEstimator):
         if not incremental and not outcome.interrupted and self.n_iter_ > 0:
             self._warn_poor_fit(X, y_enc, family)
         return outcome.interrupted
+
+    # --- memory ----------------------------------------------------------------------
+    def _memory_layers(self, n_features, n_outputs):
+        """The network's layers for the memory estimate, without building it (custom
+        modules: the fitted one, the instance, or the callable's module built on the
+        'meta' device, which allocates nothing); None when they cannot be known."""
+        if self.module is None:
+            return _memory.mlp_layers(n_features, self._hidden_layer_sizes(), n_outputs)
+        net = self.__dict__.get("module_")
+        if net is None and isinstance(self.module, nn.Module):
+            net = self.module
+        if net is None:
+            try:
+                with torch.device("meta"):
+                    net = make_module(self.module, n_features, n_outputs)
+            except Exception:  # a module that cannot be built on 'meta': checked when built
+                return None
+        return _memory.module_layers(net) or None
+
+    def _fit_memory_parts(self, X, family, continuing=False, incremental=False):
+        """The memory estimate of a fit on ``X`` (a list of ``MemoryPart``; empty when the
+        network's layers cannot be known before it is built).
+
+        The posterior and the state the family keeps are counted with their copies: the
+        snapshot at the start of every epoch (two while the next replaces it), the best
+        epoch's (``fit``'s guard against a rising objective, early stopping) and the
+        previous state a continuing fit keeps until it completes.
+        """
+        n_out = self._make_likelihood().n_outputs
+        layers = self._memory_layers(X.shape[1], n_out)
+        if layers is None:
+            return []
+        itemsize = (self._dtype if continuing else _torch_dtype(self.dtype)).itemsize  # a fitted model keeps it
+        parts = family.memory_parts(
+            layers, self._batch_size(X.shape[0]), int(self.mc_samples), itemsize, dense=self.module is None
+        )
+        copies = 1 + int(continuing) + (0 if incremental else 2 + int(bool(self.early_stopping)))
+        for p in parts[:-1]:  # all but the step: the posterior and its state
+            p.nbytes *= 1 + copies * p.copied
+            p.what += f" (with {copies} snapshot copies)"
+        parts.append(
+            _memory.MemoryPart(2 * X.shape[0] * X.shape[1] * itemsize, "the training data as tensors", "fewer rows")
+        )
+        return parts
+
+    def _check_fit_memory(self, X, family, continuing=False, incremental=False):
+        """Refuse with ``MemoryLimitError`` before anything is allocated when the fit's
+        estimated memory is above the limit (``skbayes.linear_model.MEMORY_LIMIT_GIB``)."""
+        parts = self._fit_memory_parts(X, family, continuing, incremental)
+        _memory.check_memory(parts, f"{type(self).__name__}.{'partial_fit' if incremental else 'fit'}")
 
     # --- streams (partial_fit) ------------------------------------------------------
     def _stream_total(self, n_samples_total):
