@@ -594,6 +594,34 @@ class BayesianNetwork(BaseEstimator):
         with limit_torch_threads():
             return self._outputs(self._tensor(X), n_samples, seed)
 
+    def _chunk_rows(self, n_samples=None):
+        """Rows per prediction chunk: their network outputs under ``n_samples`` weight samples
+        (and the widest layer's activations) fit in ``skbayes._memory.PREDICT_CHUNK_BYTES``.
+        A multiple of the 2048 rows ``_outputs`` evaluates at once when it is larger."""
+        S = int(self.predict_samples if n_samples is None else n_samples)
+        layers = _memory.module_layers(self.module_) or [_memory.Layer(1, 1)]
+        widest = max(max(l.fan_in, l.fan_out) * l.positions for l in layers)
+        rows = _memory.row_chunk(S, self._likelihood.n_outputs, self._dtype.itemsize, widest)
+        return rows - rows % 2048 if rows >= 2048 else rows
+
+    def _predict_rows(self, X, reduce, n_samples=None, seed=None):
+        """Validate ``X`` and apply ``reduce`` to the network outputs ``(S, rows, n_outputs)`` of
+        one chunk of rows at a time (:meth:`_chunk_rows`): memory independent of the number
+        of rows. ``reduce`` returns a tuple of per-row results (rows first); the chunks'
+        results are concatenated on the CPU. Every chunk draws the same weight samples, so
+        the result equals that of one chunk."""
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
+        rows = self._chunk_rows(n_samples)
+        parts = []
+        with limit_torch_threads():
+            for r0 in range(0, X.shape[0], rows):
+                out = reduce(self._outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed))
+                parts.append(tuple(o.cpu() if isinstance(o, torch.Tensor) else o for o in out))
+        return tuple(
+            torch.cat(col, 0) if isinstance(col[0], torch.Tensor) else np.concatenate(col, 0) for col in zip(*parts)
+        )
+
     def _outputs(self, Xt, n_samples=None, seed=None):
         S = int(self.predict_samples if n_samples is None else n_samples)
         seed = self._predict_seed if seed is None else seed
@@ -808,10 +836,13 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return self._fit(X, y, incremental=True, sample_weight=sample_weight, n_samples_total=n_samples_total)
 
     def _moments(self, X):
-        f = self._predict_outputs(X)[..., 0].double()  # float64 moments: no overflow of a float32 variance
-        mean = f.mean(0)
-        var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
-        return mean, var
+        noise_variance = self._likelihood.noise.noise_variance
+
+        def moments(f):
+            f = f[..., 0].double()  # float64 moments: no overflow of a float32 variance
+            return f.mean(0), f.var(0, unbiased=False) + noise_variance
+
+        return self._predict_rows(X, moments)
 
     def predict(self, X: ArrayLike, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Posterior predictive mean (and standard deviation).
@@ -881,10 +912,23 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         log_likelihood : float
             Mean over the rows of the log predictive density (higher is better).
         """
-        f = self.sample_outputs(X, n_samples=n_samples)[..., 0]
+        if n_samples is not None:
+            validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
-        check_consistent_length(f[0], y)
-        return mixture_log_likelihood(y, f, self.noise_std_)
+        check_consistent_length(X, y)
+        noise_std = self.noise_std_
+        rows = iter(range(0, len(y), self._chunk_rows(n_samples)))
+
+        def chunk_log_likelihood(f):  # the mean log predictive density of one chunk's rows
+            r0 = next(rows)
+            f = self._output_units(f[..., 0].cpu().numpy().astype(np.float64))
+            self._check_finite("network outputs (in the units of y)", f)
+            return np.array([mixture_log_likelihood(y[r0 : r0 + f.shape[1]], f, noise_std)]), np.array([f.shape[1]])
+
+        means, counts = self._predict_rows(X, chunk_log_likelihood, n_samples=n_samples)
+        return float(means[0]) if len(means) == 1 else float(np.dot(means, counts) / np.sum(counts))
 
     def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> np.ndarray:
         """Draw targets from the posterior predictive distribution.
@@ -1095,8 +1139,8 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         proba : ndarray of shape (n_samples, n_classes)
             Columns follow ``classes_``.
         """
-        check_is_fitted(self, "posterior_")
-        p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
+        (p,) = self._predict_rows(X, lambda f: (self._probs(f).mean(0),))
+        p = p.numpy().astype(np.float64)
         self._check_finite("class probabilities", p)
         # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
         # scikit-learn's metrics (which check the sums at float64 precision) accept them
@@ -1131,9 +1175,8 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         std : ndarray of shape (n_samples, n_classes)
             Spread of the class probabilities over the weight samples.
         """
-        check_is_fitted(self, "posterior_")
-        p = self._probs(self._predict_outputs(X))
-        std = p.std(0, unbiased=False).cpu().numpy().astype(np.float64)
+        (std,) = self._predict_rows(X, lambda f: (self._probs(f).std(0, unbiased=False),))
+        std = std.numpy().astype(np.float64)
         self._check_finite("class-probability standard deviations", std)
         return std
 

@@ -141,8 +141,9 @@ def activation_bytes(layers, n_rows: int, itemsize: int, copies: int = 4) -> flo
     return float(copies) * n_rows * width * itemsize
 
 
-def row_chunk(n_samples: int, n_outputs: int, itemsize: int, widest: int, budget: int = PREDICT_CHUNK_BYTES) -> int:
-    """Rows per prediction chunk: the network outputs of ``n_samples`` weight samples, and the
-    activations of the widest layer for a block of 16 samples, fit in ``budget`` bytes."""
+def row_chunk(n_samples: int, n_outputs: int, itemsize: int, widest: int) -> int:
+    """Rows per prediction chunk: the network outputs of ``n_samples`` weight samples (three
+    copies: outputs, probabilities, their reduction), and the activations of the widest
+    layer for a block of 16 samples, fit in ``PREDICT_CHUNK_BYTES``; at least one row."""
     per_row = itemsize * (int(n_samples) * max(int(n_outputs), 1) * 3 + 16 * 2 * max(int(widest), 1))
-    return max(256, int(budget // max(per_row, 1)))
+    return max(1, int(PREDICT_CHUNK_BYTES // max(per_row, 1)))
