@@ -48,11 +48,12 @@ def main():
     ap.add_argument("--rows", nargs="+", type=int, default=[100_000, 500_000, 2_000_000])
     ap.add_argument("--kinds", nargs="+", default=["regressor", "classifier"], choices=["regressor", "classifier"])
     args = ap.parse_args()
-    print("| estimator | rows | query (MiB) | peak RSS before (MiB) | peak RSS after (MiB) | increase (MiB) | seconds |")
+    print("| estimator | rows | query (MiB) | peak RSS before (MiB) | after (MiB) | increase (MiB) | seconds |")
     print("|---|---|---|---|---|---|---|")
     for kind in args.kinds:
         for n in args.rows:
-            res = subprocess.run([sys.executable, "-c", CHILD, kind, str(n)], capture_output=True, text=True, check=True)
+            cmd = [sys.executable, "-c", CHILD, kind, str(n)]
+            res = subprocess.run(cmd, capture_output=True, text=True, check=True)
             r = json.loads(res.stdout.strip().splitlines()[-1])
             print(
                 f"| SLANG {kind} | {n:,} | {r['query']:.0f} | {r['before']:.0f} | {r['after']:.0f} | "
