@@ -44,7 +44,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.preprocessing import StandardScaler
 
 import skbayes
-from skbayes.exceptions import InputScaleWarning, PoorFitWarning
+from skbayes.exceptions import InputScaleWarning, PoorFitWarning, SmallStreamWarning
 
 INTERNAL = ("torch", "linalg", "mat1", "size mismatch", "cholesky", "_LinAlgError", "Tensor", "CUDA")
 CLEAR = (ValueError, TypeError, NotFittedError, MemoryError)
@@ -326,6 +326,102 @@ def _dtype_cases(cls, params, is_clf):
     yield "dtype='float32', default start", outcome, f"score {scores['float32']:.3f} vs {scores['float64']:.3f}"
 
 
+def _outcome_of(fn):
+    """Run ``fn`` (which returns ``(sensible, warned)``) and classify it as :func:`run_case` does."""
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        try:
+            sensible, warned = fn()
+        except Exception as exc:  # noqa: BLE001 - classifying every outcome is the point
+            return ("error" if _clear(exc) else "crash"), f"{type(exc).__name__}: {str(exc)[:120]}"
+    if sensible is None:
+        return "silent", "non-finite predictions"
+    if sensible or warned:
+        return "ok", warned or ""
+    return "silent", "fit worse than a constant, no warning"
+
+
+def _stream_cases(cls, params, is_clf):
+    """Streams: ``partial_fit`` over small batches, shuffled and ordered, a stream too short
+    to trust (it must warn), and epochs by ``partial_fit`` with ``n_samples_total``."""
+    if not hasattr(cls, "partial_fit"):
+        return []
+    X, y = _clf() if is_clf else _reg()
+    kw = {"classes": np.unique(y)} if is_clf else {}
+    shuffled = np.random.RandomState(0).permutation(len(y))
+    ordered = shuffled[np.argsort(y[shuffled], kind="stable")]
+
+    def stream(order, batch, n_rows=None, epochs=1, **extra):
+        def fn():
+            est = cls(**params)
+            rows = order[:n_rows]
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                for _ in range(epochs):
+                    for s in range(0, len(rows), batch):
+                        r = rows[s : s + batch]
+                        est.partial_fit(X[r], y[r], **kw, **extra)
+            warned = [w for w in caught if issubclass(w.category, (SmallStreamWarning, PoorFitWarning))]
+            if n_rows is not None and n_rows < est.iblm_batch_size and not warned:
+                return False, ""  # a stream too short to trust must say so
+            Xs, ys = X[rows], y[rows]
+            return _sensible(est, Xs, ys, Xs, is_clf), (str(warned[-1].message)[:80] if warned else "")
+
+        return fn
+
+    return [
+        ("stream: 1-row batches", stream(shuffled, 1)),
+        ("stream: 3-row batches", stream(shuffled, 3)),
+        ("stream: 10-row batches", stream(shuffled, 10)),
+        ("stream: 10-row batches, ordered by " + ("class" if is_clf else "target"), stream(ordered, 10)),
+        ("stream: 30 rows in all", stream(shuffled, 5, n_rows=30)),
+        ("stream: 5 epochs with n_samples_total", stream(shuffled, 50, epochs=5, n_samples_total=len(y))),
+    ]
+
+
+def _resource_cases(cls, params, is_clf):
+    """Resource limits: fits whose memory is far above the limit must be refused up front
+    (``MemoryLimitError``) and prediction of many rows must equal that of each row."""
+    X, y = _clf() if is_clf else _reg()
+    network = hasattr(cls, "partial_fit")
+    rng = np.random.RandomState(0)
+
+    def fit(est, Xf, yf):
+        def fn():
+            est.fit(Xf, yf)
+            return _sensible(est, Xf, yf, Xf, is_clf), ""
+
+        return fn
+
+    def many_rows():
+        est = cls(**params).fit(X, y)
+        Xbig = np.vstack([X, rng.standard_normal((300_000, X.shape[1]))])
+        big = est.predict_proba(Xbig) if is_clf else est.predict(Xbig)
+        small = est.predict_proba(X) if is_clf else est.predict(X)
+        return bool(np.allclose(big[: len(X)], small, rtol=1e-12, atol=1e-12)), ""
+
+    cases = [("predict 300,000 rows", many_rows)]
+    if network:
+        cases.append(("a layer of 2e8 units", fit(cls(**{**params, "hidden_layer_sizes": (200_000_000,)}), X, y)))
+        if "rank" in cls().get_params():
+            cases.append(
+                ("rank=1e6, 1000 units", fit(cls(**{**params, "hidden_layer_sizes": (1000,), "rank": 10**6}), X, y))
+            )
+        if "KFAC" in cls.__name__:
+            wide = rng.standard_normal((20, 20_000))
+            cases.append(("20,000 features", fit(cls(**params), wide, y[:20])))
+            cases.append(("a layer of 300,000 units", fit(cls(**{**params, "hidden_layer_sizes": (300_000,)}), X, y)))
+    else:
+        wide = rng.standard_normal((20, 100_000))
+        cases.append(("100,000 features", fit(cls(**params), wide, y[:20])))
+    return cases
+
+
+def run_category(cases):
+    """``(case name, outcome, detail)`` of each ``(name, fn)``."""
+    return [(name,) + _outcome_of(fn) for name, fn in cases]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=None, help="comma-separated estimator names")
@@ -366,6 +462,13 @@ def main():
             problems.append((name, "predict before fit", "silent", "no error"))
         except NotFittedError:
             counts["error"] += 1
+        # streams and resource limits
+        for case, outcome, detail in run_category(_stream_cases(cls, params, is_clf)) + run_category(
+            _resource_cases(cls, params, is_clf)
+        ):
+            counts[outcome] += 1
+            if outcome in ("silent", "crash"):
+                problems.append((name, case, outcome, detail))
         rows.append((name, counts))
     print("| estimator | clear error | correct | silent | crash |")
     print("|---|---:|---:|---:|---:|")

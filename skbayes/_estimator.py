@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
     RandomStateLike = int | np.random.RandomState | None
 
-from . import _loop, _persist
+from . import _loop, _memory, _persist
 from ._families.base import PosteriorFamily, kl_annealing_scale
 from ._init import INITS, diagnose, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
@@ -51,7 +51,7 @@ from ._validation import (
     merged_constraints,
     validate_params,
 )
-from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning, _warn
+from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning, SmallStreamWarning, _warn
 from .metrics import mixture_log_likelihood
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -539,7 +539,7 @@ class BayesianNetwork(BaseEstimator):
             del self.__dict__[k]
         self.__dict__.update(state)
 
-    def _fit(self, X, y, incremental, classes=None, sample_weight=None):
+    def _fit(self, X, y, incremental, classes=None, sample_weight=None, n_samples_total=None):
         """Transactional fit: the previous fitted state is restored, exactly, when
         anything raises before the fit completes (invalid ``sample_weight`` included);
         a ``KeyboardInterrupt`` after at least one completed epoch keeps the end of the
@@ -552,7 +552,9 @@ class BayesianNetwork(BaseEstimator):
         work = self._training_work(*_shape_hint(X), fresh=reset)
         try:
             with self._threads(work) as threads:
-                interrupted = self._fit_unguarded(X, y, incremental, reset, classes, sample_weight, threads)
+                interrupted = self._fit_unguarded(
+                    X, y, incremental, reset, classes, sample_weight, n_samples_total, threads
+                )
         except BaseException:
             self._restore_fitted_state(saved)
             raise
@@ -565,17 +567,21 @@ class BayesianNetwork(BaseEstimator):
             raise KeyboardInterrupt
         return self
 
-    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None, threads=None):
+    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None, n_samples_total=None, threads=None):
         n_iter_before = getattr(self, "n_iter_", 0) if not reset else 0
         X, y = self._validate_X_y(X, y, reset=reset)
         sw = None
         if sample_weight is not None:
             X, y, sw = self._check_sample_weight(sample_weight, X, y)
+        if incremental:
+            n_total = self._stream_total(n_samples_total)
+            X, y, sw, reset, classes = self._stream_start(X, y, sw, reset, classes)
         if reset:
             self._warn_input_scale(X)
         self._prepare_targets(y, first=reset, classes=classes, sample_weight=sw)
         y_enc = self._encode_targets(y)
         family = self._make_family()
+        self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
         if reset:
             self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
         else:
@@ -594,6 +600,14 @@ class BayesianNetwork(BaseEstimator):
                 validation = lambda: self._validation_score(Xv_t, yv, swv)  # noqa: E731
         n_epochs = 1 if incremental else self._max_epochs(X.shape[0])
         weights, n_train = (None, None) if sw is None else self._effective_weights(sw, X.shape[0])
+        n_seen = float(X.shape[0] if sw is None else n_train)
+        if reset:
+            self._n_seen = 0.0
+        self._n_seen = self.__dict__.get("_n_seen", 0.0) + n_seen if incremental else n_seen
+        stream_size = None
+        if incremental:  # partial_fit: the batch stands for the stream's rows, not for itself
+            stream_size = self._n_seen if n_total is None else n_total
+            family.set_stream_size(self._state, stream_size)
         outcome = _loop.run_epochs(
             self,
             family,
@@ -604,9 +618,14 @@ class BayesianNetwork(BaseEstimator):
             validation,
             weights=weights,
             n_train=n_train,
+            n_total=stream_size,
         )
-        if outcome.interrupted and self.n_iter_ == n_iter_before:
+        if outcome.interrupted and self.n_iter_ == (0 if reset else n_iter_before):
             raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
+        if incremental and reset and n_iter_before:
+            self.n_iter_ = n_iter_before + 1  # a restarted stream start counts its calls
+        if incremental:
+            self._warn_small_stream()
         self.diverged_ = outcome.diverged
         self.prior_precision_ = self._prior.as_dict()
         self._forward.layout.load_into(self.module_, self.posterior_.mean_t)
@@ -614,6 +633,111 @@ class BayesianNetwork(BaseEstimator):
         if not incremental and not outcome.interrupted and self.n_iter_ > 0:
             self._warn_poor_fit(X, y_enc, family)
         return outcome.interrupted
+
+    # --- memory ----------------------------------------------------------------------
+    def _memory_layers(self, n_features, n_outputs):
+        """The network's layers for the memory estimate, without building it (custom
+        modules: the fitted one, the instance, or the callable's module built on the
+        'meta' device, which allocates nothing); None when they cannot be known."""
+        if self.module is None:
+            return _memory.mlp_layers(n_features, self._hidden_layer_sizes(), n_outputs)
+        net = self.__dict__.get("module_")
+        if net is None and isinstance(self.module, nn.Module):
+            net = self.module
+        if net is None:
+            try:
+                with torch.device("meta"):
+                    net = make_module(self.module, n_features, n_outputs)
+            except Exception:  # a module that cannot be built on 'meta': checked when built
+                return None
+        return _memory.module_layers(net) or None
+
+    def _fit_memory_parts(self, X, family, continuing=False, incremental=False):
+        """The memory estimate of a fit on ``X`` (a list of ``MemoryPart``; empty when the
+        network's layers cannot be known before it is built).
+
+        The posterior and the state the family keeps are counted with their copies: the
+        snapshot at the start of every epoch (two while the next replaces it), the best
+        epoch's (``fit``'s guard against a rising objective, early stopping) and the
+        previous state a continuing fit keeps until it completes.
+        """
+        n_out = self._make_likelihood().n_outputs
+        layers = self._memory_layers(X.shape[1], n_out)
+        if layers is None:
+            return []
+        itemsize = (self._dtype if continuing else _torch_dtype(self.dtype)).itemsize  # a fitted model keeps it
+        parts = family.memory_parts(
+            layers, self._batch_size(X.shape[0]), int(self.mc_samples), itemsize, dense=self.module is None
+        )
+        copies = 1 + int(continuing) + (0 if incremental else 2 + int(bool(self.early_stopping)))
+        for p in parts[:-1]:  # all but the step: the posterior and its state
+            p.nbytes *= 1 + copies * p.copied
+            p.what += f" (with {copies} snapshot copies)"
+        parts.append(
+            _memory.MemoryPart(2 * X.shape[0] * X.shape[1] * itemsize, "the training data as tensors", "fewer rows")
+        )
+        return parts
+
+    def _check_fit_memory(self, X, family, continuing=False, incremental=False):
+        """Refuse with ``MemoryLimitError`` before anything is allocated when the fit's
+        estimated memory is above the limit (``skbayes.linear_model.MEMORY_LIMIT_GIB``)."""
+        parts = self._fit_memory_parts(X, family, continuing, incremental)
+        _memory.check_memory(parts, f"{type(self).__name__}.{'partial_fit' if incremental else 'fit'}")
+
+    # --- streams (partial_fit) ------------------------------------------------------
+    def _stream_total(self, n_samples_total):
+        """The ``n_samples_total`` of this ``partial_fit`` call, else of the last call that
+        passed one, else None (the running count of the rows seen)."""
+        if n_samples_total is None:
+            return self.__dict__.get("_n_samples_total")
+        if (
+            isinstance(n_samples_total, bool)
+            or not isinstance(n_samples_total, numbers.Real)
+            or not math.isfinite(n_samples_total)
+            or n_samples_total <= 0
+        ):
+            raise ValueError(
+                f"n_samples_total must be a positive number (the size of the whole data set the "
+                f"stream is drawn from) or None; got {n_samples_total!r}."
+            )
+        self._n_samples_total = float(n_samples_total)
+        return self._n_samples_total
+
+    def _stream_start(self, X, y, sw, reset, classes):
+        """The rows a ``partial_fit`` call trains on, and whether it (re)initialises.
+
+        Until ``iblm_batch_size`` rows have been seen, the target scaling and the start
+        are set from too few rows to be trusted: the stream's first rows are kept, and
+        every call re-initialises from all of them (the result is that of one
+        ``partial_fit`` on the rows so far). Returns ``(X, y, sample_weight, reset, classes)``.
+        """
+        buf = None if reset else self.__dict__.get("_stream_rows")
+        if buf is not None:
+            Xb, yb, wb = buf
+            if sw is not None or wb is not None:
+                wb = np.ones(Xb.shape[0]) if wb is None else wb
+                sw = np.concatenate([wb, np.ones(X.shape[0]) if sw is None else sw])
+            X = np.concatenate([Xb, X.astype(Xb.dtype, copy=False)])
+            y = np.concatenate([yb, np.asarray(y)])
+            reset = True
+            if classes is None and hasattr(self, "classes_"):
+                classes = self.classes_
+        if reset:
+            keep = X.shape[0] < int(self.iblm_batch_size)
+            self._stream_rows = (X.copy(), np.array(y), None if sw is None else sw.copy()) if keep else None
+        return X, y, sw, reset, classes
+
+    def _warn_small_stream(self):
+        if self.__dict__.get("_stream_rows") is None:
+            return
+        warnings.warn(
+            f"{type(self).__name__}.partial_fit has seen fewer rows than the "
+            f"iblm_batch_size={self.iblm_batch_size} it needs to set the target scaling and the start: "
+            "they are re-estimated from all rows seen so far at each call until then, and a model "
+            "fitted on so few rows is not to be trusted.",
+            SmallStreamWarning,
+            stacklevel=5,  # the caller of partial_fit
+        )
 
     def _check_sample_weight(self, sample_weight, X, y):
         """Validated sample weights (a new float64 array when anything is dropped or
@@ -720,6 +844,34 @@ class BayesianNetwork(BaseEstimator):
         X = self._validate_X(X, reset=False)
         with limit_torch_threads():
             return self._glm_moments_t(self._tensor(X))
+
+    def _chunk_rows(self, n_samples=None):
+        """Rows per prediction chunk: their network outputs under ``n_samples`` weight samples
+        (and the widest layer's activations) fit in ``skbayes._memory.PREDICT_CHUNK_BYTES``.
+        A multiple of the 2048 rows ``_outputs`` evaluates at once when it is larger."""
+        S = int(self.predict_samples if n_samples is None else n_samples)
+        layers = _memory.module_layers(self.module_) or [_memory.Layer(1, 1)]
+        widest = max(max(l.fan_in, l.fan_out) * l.positions for l in layers)
+        rows = _memory.row_chunk(S, self._likelihood.n_outputs, self._dtype.itemsize, widest)
+        return rows - rows % 2048 if rows >= 2048 else rows
+
+    def _predict_rows(self, X, reduce, n_samples=None, seed=None):
+        """Validate ``X`` and apply ``reduce`` to the network outputs ``(S, rows, n_outputs)`` of
+        one chunk of rows at a time (:meth:`_chunk_rows`): memory independent of the number
+        of rows. ``reduce`` returns a tuple of per-row results (rows first); the chunks'
+        results are concatenated on the CPU. Every chunk draws the same weight samples, so
+        the result equals that of one chunk."""
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
+        rows = self._chunk_rows(n_samples)
+        parts = []
+        with limit_torch_threads():
+            for r0 in range(0, X.shape[0], rows):
+                out = reduce(self._outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed))
+                parts.append(tuple(o.cpu() if isinstance(o, torch.Tensor) else o for o in out))
+        return tuple(
+            torch.cat(col, 0) if isinstance(col[0], torch.Tensor) else np.concatenate(col, 0) for col in zip(*parts)
+        )
 
     def _outputs(self, Xt, n_samples=None, seed=None):
         S = int(self.predict_samples if n_samples is None else n_samples)
@@ -942,11 +1094,18 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         return self._fit(X, y, incremental=False, sample_weight=sample_weight)
 
-    def partial_fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> Self:
+    def partial_fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        sample_weight: ArrayLike | None = None,
+        n_samples_total: float | None = None,
+    ) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
 
-        The first call initialises the model (target scaling is fixed by the
-        data of that call).
+        The first call initialises the model. Until ``iblm_batch_size`` rows have
+        been seen, every call re-initialises it from all the rows so far (target
+        scaling and start), with a ``SmallStreamWarning``.
 
         Parameters
         ----------
@@ -965,30 +1124,43 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
             documentation. The weights count within the call: its
             data term is scaled to the sum of its weights.
+        n_samples_total : int, default=None
+            Size of the whole data set the stream is drawn from: every batch's data
+            term is scaled to it, so the prior counts against the whole data set (pass
+            it when running several epochs by ``partial_fit`` over the same data).
+            None: the running count of the rows seen by ``partial_fit`` so far (this
+            call's included; with sample weights, the sum of the weights), so that
+            after a single pass the posterior is weighed against all the data seen.
+            Remembered for later calls that do not pass it. See the
+            :ref:`streams section <streams-section>` of the documentation.
 
         Returns
         -------
         self : object
             Fitted estimator.
         """
-        return self._fit(X, y, incremental=True, sample_weight=sample_weight)
+        return self._fit(X, y, incremental=True, sample_weight=sample_weight, n_samples_total=n_samples_total)
 
     def _moments(self, X):
         if self._uses_glm():
             mean, cov = self._glm_moments(X)
             var = torch.diagonal(cov, dim1=-2, dim2=-1).double().clamp_min(0.0)
             noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=var.dtype, device=var.device)
-            if self._is_multi():
-                return mean.double(), var + noise
-            return mean[:, 0].double(), var[:, 0] + noise
+            noise_variance = self._likelihood.noise.noise_variance
         if self._is_multi():
-            f = self._predict_outputs(X).double()
-            noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=f.dtype, device=f.device)
-            return f.mean(0), f.var(0, unbiased=False) + noise
-        f = self._predict_outputs(X)[..., 0].double()  # float64 moments: no overflow of a float32 variance
-        mean = f.mean(0)
-        var = f.var(0, unbiased=False) + self._likelihood.noise.noise_variance
-        return mean, var
+            noise = torch.as_tensor(noise_variance, dtype=torch.float64)
+
+            def multi_moments(f):
+                f = f.double()
+                return f.mean(0), f.var(0, unbiased=False) + noise.to(f.device)
+
+            return self._predict_rows(X, multi_moments)
+
+        def moments(f):
+            f = f[..., 0].double()  # float64 moments: no overflow of a float32 variance
+            return f.mean(0), f.var(0, unbiased=False) + noise_variance
+
+        return self._predict_rows(X, moments)
 
     @_scoped_threads
     def predict(self, X: ArrayLike, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -1102,10 +1274,23 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             std = np.asarray(self.noise_std_, dtype=np.float64)
             logp = (-0.5 * ((y_arr[None] - f) / std) ** 2 - np.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
             return float(np.mean(logsumexp(logp, axis=0) - math.log(f.shape[0])))
-        f = self.sample_outputs(X, n_samples=n_samples)[..., 0]
+        if n_samples is not None:
+            validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
+        check_is_fitted(self, "posterior_")
+        X = self._validate_X(X, reset=False)
         y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
-        check_consistent_length(f[0], y)
-        return mixture_log_likelihood(y, f, self.noise_std_)
+        check_consistent_length(X, y)
+        noise_std = self.noise_std_
+        rows = iter(range(0, len(y), self._chunk_rows(n_samples)))
+
+        def chunk_log_likelihood(f):  # the mean log predictive density of one chunk's rows
+            r0 = next(rows)
+            f = self._output_units(f[..., 0].cpu().numpy().astype(np.float64))
+            self._check_finite("network outputs (in the units of y)", f)
+            return np.array([mixture_log_likelihood(y[r0 : r0 + f.shape[1]], f, noise_std)]), np.array([f.shape[1]])
+
+        means, counts = self._predict_rows(X, chunk_log_likelihood, n_samples=n_samples)
+        return float(means[0]) if len(means) == 1 else float(np.dot(means, counts) / np.sum(counts))
 
     @_scoped_threads
     def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> np.ndarray:
@@ -1288,8 +1473,13 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         y: ArrayLike,
         classes: ArrayLike | None = None,
         sample_weight: ArrayLike | None = None,
+        n_samples_total: float | None = None,
     ) -> Self:
         """Run one epoch over ``(X, y)``, continuing from the current posterior.
+
+        The first call initialises the model. Until ``iblm_batch_size`` rows have
+        been seen, every call re-initialises it from all the rows so far (the
+        start), with a ``SmallStreamWarning``.
 
         Parameters
         ----------
@@ -1311,6 +1501,15 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             weight 1. See the :ref:`sample weights section <sample-weights-section>` of the
             documentation. The weights count within the call: its
             data term is scaled to the sum of its weights.
+        n_samples_total : int, default=None
+            Size of the whole data set the stream is drawn from: every batch's data
+            term is scaled to it, so the prior counts against the whole data set (pass
+            it when running several epochs by ``partial_fit`` over the same data).
+            None: the running count of the rows seen by ``partial_fit`` so far (this
+            call's included; with sample weights, the sum of the weights), so that
+            after a single pass the posterior is weighed against all the data seen.
+            Remembered for later calls that do not pass it. See the
+            :ref:`streams section <streams-section>` of the documentation.
 
         Returns
         -------
@@ -1319,7 +1518,9 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         """
         if not hasattr(self, "classes_") and classes is None:
             raise ValueError("classes must be passed on the first call to partial_fit.")
-        return self._fit(X, y, incremental=True, classes=classes, sample_weight=sample_weight)
+        return self._fit(
+            X, y, incremental=True, classes=classes, sample_weight=sample_weight, n_samples_total=n_samples_total
+        )
 
     @_scoped_threads
     def predict_proba(self, X: ArrayLike) -> np.ndarray:
@@ -1347,7 +1548,8 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             link = pairwise_probit_proba if self._glm_link == "pairwise" else probit_proba
             p = link(mean.double(), cov.double()).cpu().numpy()
         else:
-            p = self._probs(self._predict_outputs(X)).mean(0).cpu().numpy().astype(np.float64)
+            (p,) = self._predict_rows(X, lambda f: (self._probs(f).mean(0),))
+            p = p.numpy().astype(np.float64)
         self._check_finite("class probabilities", p)
         # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
         # scikit-learn's metrics (which check the sums at float64 precision) accept them
@@ -1383,9 +1585,8 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         std : ndarray of shape (n_samples, n_classes)
             Spread of the class probabilities over the weight samples.
         """
-        check_is_fitted(self, "posterior_")
-        p = self._probs(self._predict_outputs(X))
-        std = p.std(0, unbiased=False).cpu().numpy().astype(np.float64)
+        (std,) = self._predict_rows(X, lambda f: (self._probs(f).std(0, unbiased=False),))
+        std = std.numpy().astype(np.float64)
         self._check_finite("class-probability standard deviations", std)
         return std
 

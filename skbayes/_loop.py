@@ -141,16 +141,20 @@ def permutation(n, gen, device):
     return torch.randperm(n, generator=gen, device=device)
 
 
-def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None):
+def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None, n_total=None):
     """One pass over ``(X, y)`` (tensors) in random minibatches; returns the summed data
     terms and the number of steps. Raises :class:`Divergence` on non-finite values.
 
     ``weights``: None, or the rows' sample weights rescaled to mean one, with ``n_train``
     their sum before rescaling (the effective number of examples; see
-    :class:`~skbayes._families.base.StepContext`)."""
+    :class:`~skbayes._families.base.StepContext`). ``n_total`` (``partial_fit``): the
+    number of examples the rows stand for (the stream's), which the data terms are
+    scaled to instead."""
     N = X.shape[0]
     if weights is None:
         n_train = N
+    if n_total is not None:
+        n_train = n_total
     perm = permutation(N, gen, X.device)
     total, n_steps = 0.0, 0
     prior_precision = est._prior.value()
@@ -174,7 +178,7 @@ def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None):
                 res = family.step(est.posterior_, est._state, Xb, yb, ctx)
                 f = res.outputs
                 if wb is None:
-                    est._likelihood.update(f, yb, N / (f.shape[1] * f.shape[0]), N, res.noise_step)
+                    est._likelihood.update(f, yb, n_train / (f.shape[1] * f.shape[0]), n_train, res.noise_step)
                 else:
                     scale = n_train / (f.shape[1] * f.shape[0])
                     est._likelihood.update(f, yb, scale, n_train, res.noise_step, weights=wb)
@@ -206,19 +210,20 @@ def objective(est, family, data_term, n_steps, N):
     return (data_term / n_steps + kl) / N
 
 
-def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weights=None, n_train=None):
+def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weights=None, n_train=None, n_total=None):
     """Train ``est`` for up to ``n_epochs`` epochs on ``(X, y)`` (tensors).
 
     ``validation``: None, or a callable returning the held-out score of the current
     posterior (early stopping). ``incremental`` (``partial_fit``): no stopping rule.
     ``weights``, ``n_train``: sample weights rescaled to mean one and their sum (see
-    :func:`run_epoch`); the objective is then per effective example.
+    :func:`run_epoch`); the objective is then per effective example. ``n_total``: see
+    :func:`run_epoch`.
     Returns an :class:`Outcome`; warnings name the family's step sizes.
     """
     name = type(est).__name__
     gen = torch.Generator(device=X.device)
     gen.set_state(est._rng_state)
-    N = X.shape[0] if weights is None else n_train
+    N = (X.shape[0] if weights is None else n_train) if n_total is None else n_total
     bs = est._batch_size(X.shape[0])
     tol_stop = ToleranceStop(est.tol, est.n_iter_no_change)
     val_stop = ValidationStop(est.tol, est.n_iter_no_change) if validation is not None else None
@@ -237,7 +242,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
         if guard is not None:
             guard.epoch_start(snap)
         try:
-            data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train)
+            data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train, n_total)
             loss = objective(est, family, data_term, n_steps, N)
         except KeyboardInterrupt:
             restore(est, snap)  # the end of the last completed epoch

@@ -13,6 +13,7 @@ __all__ = [
     "MemoryLimitError",
     "NonFiniteOutputError",
     "PoorFitWarning",
+    "SmallStreamWarning",
     "UnsupportedLayerError",
 ]
 
@@ -56,6 +57,16 @@ class PoorFitWarning(UserWarning):
 
     Usually the step sizes were too large or the inputs badly scaled; see the
     warning's message.
+    """
+
+
+class SmallStreamWarning(UserWarning):
+    """``partial_fit`` has seen too few rows to set the target scaling and the start.
+
+    Until ``iblm_batch_size`` rows have arrived, each ``partial_fit`` call
+    re-initialises the model from all the rows seen so far (the target scaling of
+    the regressors and the i-BLM start need more than a handful of rows); a model
+    fitted on so few rows is not to be trusted.
     """
 
 

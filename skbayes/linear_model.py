@@ -4,7 +4,6 @@ heteroscedastic Gaussian noise (numpy / scipy only)."""
 import hashlib
 import math
 import numbers
-import os
 import warnings
 from collections import namedtuple
 
@@ -16,6 +15,7 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ._memory import memory_limit_bytes
 from .exceptions import MemoryLimitError, NonFiniteOutputError
 
 __all__ = ["BayesianLinearRegression", "MemoryLimitError"]
@@ -63,15 +63,9 @@ def _gib(nbytes):
 
 
 def _memory_limit_bytes():
-    """``MEMORY_LIMIT_GIB`` in bytes, capped by the physical memory when it can be queried."""
-    limit = float(MEMORY_LIMIT_GIB) * 2**30
-    try:
-        physical = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):  # pragma: no cover - not POSIX
-        physical = 0
-    if physical > 0:
-        limit = min(limit, float(physical))
-    return limit
+    """``MEMORY_LIMIT_GIB`` in bytes, capped by the physical memory when it can be queried
+    (the limit every estimator shares, :func:`skbayes._memory.memory_limit_bytes`)."""
+    return memory_limit_bytes()
 
 
 def _check_memory(nbytes, what, detail):

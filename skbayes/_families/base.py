@@ -190,6 +190,41 @@ class PosteriorFamily:
         every parameter tensor (each layer's weight and bias separately)."""
         return tensor_groups(forward.layout)
 
+    def memory_parts(self, layers, batch_size: int, mc_samples: int, itemsize: int, dense: bool = True):
+        """Estimated memory of the posterior with the state the family keeps, and of one
+        minibatch step, as a list of :class:`~skbayes._memory.MemoryPart` (checked before
+        anything is allocated). The default: a diagonal Gaussian with a few vectors of
+        optimiser state (6 vectors of ``D`` numbers), and a step of ``mc_samples`` weight
+        samples with their gradients (3 matrices of ``S x D``) plus the activations.
+
+        Parameters
+        ----------
+        layers : list of skbayes._memory.Layer
+            The network's parameterised layers.
+        batch_size, mc_samples, itemsize : int
+            Minibatch rows, weight samples per step, bytes per number.
+        dense : bool
+            The network is the built MLP (the dense-layer path; custom modules take
+            per-example gradients from ``torch.func``).
+        """
+        from .._memory import MemoryPart, activation_bytes, n_params
+
+        D = n_params(layers)
+        S = int(mc_samples)
+        return [
+            MemoryPart(6 * D * itemsize, f"the posterior and its optimiser state ({D} weights)", "hidden_layer_sizes"),
+            MemoryPart(
+                3 * S * D * itemsize + activation_bytes(layers, S * batch_size, itemsize),
+                "one minibatch step",
+                "batch_size or mc_samples",
+            ),
+        ]
+
+    def set_stream_size(self, state: dict, n_train: float) -> None:
+        """``partial_fit``: the data of the coming steps stand for ``n_train`` examples (the
+        rows seen so far, or the caller's ``n_samples_total``). Families that keep the
+        training-set size in ``state`` update it here; the others read ``ctx.n_train``."""
+
     # --- shared helpers ---------------------------------------------------------------
     def kl_factor(self, kl_scale: float) -> float:
         """Weight ``w`` of the KL term at a step: the ``kl_weight`` parameter times the

@@ -126,6 +126,21 @@ class DropoutFamily(PosteriorFamily):
             groups.append((name, pos[key], m.out_features, m.in_features, rate))
         return groups
 
+    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+        """The weights and Adam's two moments (3 vectors); a step's gradient and the
+        activations of ``mc_samples`` masked copies of the minibatch (with their masks)."""
+        from .._memory import MemoryPart, activation_bytes, n_params
+
+        D, S = n_params(layers), int(mc_samples)
+        return [
+            MemoryPart(3 * D * itemsize, f"the weights and Adam's moments ({D} weights)", "hidden_layer_sizes"),
+            MemoryPart(
+                3 * D * itemsize + activation_bytes(layers, S * batch_size, itemsize, copies=5),
+                "one minibatch step",
+                "batch_size or mc_samples",
+            ),
+        ]
+
     def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         # The initialiser's variances are not used: the spread of MC dropout is set by
         # the rates and the weights.

@@ -201,6 +201,51 @@ class KFACFamily(PosteriorFamily):
         enters the layer's Kronecker-factored precision as the damping ``lam_l / N``."""
         return [(l.name, l.vec_index()) for l in kron_layers(forward.module, forward.layout)]
 
+    #: Square matrices kept per Kronecker factor: K-FAC the factor and the Cholesky factors
+    #: of its two damped versions (the step's and the covariance's); EK-FAC the factor and
+    #: its eigenvectors.
+    _factor_copies = 3
+    #: ``fan_in x fan_out`` matrices kept per layer besides the mean (EK-FAC's ``R``).
+    _layer_copies = 0
+    #: The fraction of them the fit's snapshots copy (K-FAC's Cholesky factors are shared).
+    _copied = 1 / 3
+
+    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+        """The Kronecker factors of every layer (``(fan_in + 1)^2`` and ``fan_out^2`` numbers,
+        a few copies each), the mean, momentum and step, and a step's factor statistics and
+        refactorisation (one more copy of the factors) with the per-layer rows of the
+        minibatch."""
+        from .._memory import MemoryPart, activation_bytes, n_params
+
+        D = n_params(layers)
+        n = int(mc_samples) * int(batch_size)
+        parts = [MemoryPart(3 * D * itemsize, f"the mean, momentum and step ({D} weights)", "hidden_layer_sizes")]
+        step = 2 * int(mc_samples) * D
+        for i, l in enumerate(layers):
+            a, p = l.fan_in + int(l.bias), l.fan_out
+            if i == 0 and a >= p:
+                fix = "fewer input features, e.g. a PCA in a Pipeline (the first layer's factor is (n_features+1)^2)"
+            elif i == len(layers) - 1 and p >= a:
+                fix = "fewer outputs (the last layer's output factor is n_classes squared)"
+            else:
+                fix = "hidden_layer_sizes (a layer of width w has a w x w factor)"
+            words = self._factor_copies * (a * a + p * p) + self._layer_copies * a * p
+            what = f"the Kronecker factors of layer {i} ({a}x{a} and {p}x{p})"
+            parts.append(MemoryPart(words * itemsize, what, fix, copied=self._copied))
+            step += 2 * (a * a + p * p) + n * l.positions * (a + 2 * p)
+        parts.append(
+            MemoryPart(
+                step * itemsize + activation_bytes(layers, n, itemsize),
+                "one minibatch step",
+                "batch_size or mc_samples",
+            )
+        )
+        return parts
+
+    def set_stream_size(self, state, n_train):
+        """The intrinsic damping and the covariance scale follow the stream's size."""
+        state["n_train"] = n_train
+
     @staticmethod
     def _layer_priors(prior_precision, layers):
         """Each layer's prior precision (a float per layer)."""
@@ -336,6 +381,10 @@ class EKFACFamily(KFACFamily):
         "scale_interval": _INTERVAL,
         "rescale_reset_interval": [Interval(numbers.Integral, 1, None, closed="left"), NONE],
     }
+
+    _factor_copies = 2
+    _layer_copies = 2
+    _copied = 1.0
 
     def _refresh_basis(self, st):
         """Eigendecompose the factors; ``R`` restarts from the K-FAC eigenvalue products."""

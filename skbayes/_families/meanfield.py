@@ -150,6 +150,21 @@ class MeanFieldFamily(PosteriorFamily):
             f"learning_rate={self.learning_rate}{auto}, method={self.method!r}, beta1={self.beta1}, beta2={self.beta2}"
         )
 
+    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+        """Mean, precision, ``s``, ``s0`` and ``m`` (5 vectors); a step's weight samples,
+        gradients and squared gradients (3 matrices of ``S x D``) and activations."""
+        from .._memory import MemoryPart, activation_bytes, n_params
+
+        D, S = n_params(layers), int(mc_samples)
+        return [
+            MemoryPart(5 * D * itemsize, f"the posterior and its optimiser state ({D} weights)", "hidden_layer_sizes"),
+            MemoryPart(
+                (3 * S * D + 2 * D) * itemsize + activation_bytes(layers, S * batch_size, itemsize),
+                "one minibatch step",
+                "batch_size or mc_samples",
+            ),
+        ]
+
     def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         lam = scaled_prior(prior_precision, 1.0)
         if precision is None:

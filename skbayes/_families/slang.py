@@ -135,6 +135,27 @@ class SLANGFamily(PosteriorFamily):
         ),
     }
 
+    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+        """Mean, ``d``, momentum and two ``D x L`` factors (``U`` and the spare one the update
+        writes into); a step's low-rank update works on ``D x (L + S M)`` matrices (a few
+        copies), and custom modules hold the per-example gradients (``S M x D``)."""
+        from .._memory import MemoryPart, activation_bytes, n_params
+
+        D = n_params(layers)
+        L = min(int(self.rank), D)
+        n = int(mc_samples) * int(batch_size)
+        step = 3 * D * (L + n) + 2 * (L + n) ** 2 + (0 if dense else n * D) + 2 * int(mc_samples) * D
+        return [
+            MemoryPart(
+                (3 + 2 * L) * D * itemsize, f"the posterior (rank {L}, {D} weights)", "rank or hidden_layer_sizes"
+            ),
+            MemoryPart(
+                step * itemsize + activation_bytes(layers, n, itemsize),
+                "one minibatch step",
+                "batch_size or mc_samples (or rank)",
+            ),
+        ]
+
     def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
         D = mean.shape[0]
         L = min(int(self.rank), D)
