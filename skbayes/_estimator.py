@@ -730,13 +730,12 @@ class BayesianNetwork(BaseEstimator):
     def _warn_small_stream(self):
         if self.__dict__.get("_stream_rows") is None:
             return
-        warnings.warn(
+        _warn(
             f"{type(self).__name__}.partial_fit has seen fewer rows than the "
             f"iblm_batch_size={self.iblm_batch_size} it needs to set the target scaling and the start: "
             "they are re-estimated from all rows seen so far at each call until then, and a model "
             "fitted on so few rows is not to be trusted.",
             SmallStreamWarning,
-            stacklevel=5,  # the caller of partial_fit
         )
 
     def _check_sample_weight(self, sample_weight, X, y):
@@ -1278,10 +1277,11 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
-        y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
-        check_consistent_length(X, y)
+        y_1d: np.ndarray = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
+        y = y_1d
+        check_consistent_length(X, y_1d)
         noise_std = self.noise_std_
-        rows = iter(range(0, len(y), self._chunk_rows(n_samples)))
+        rows = iter(range(0, len(y_1d), self._chunk_rows(n_samples)))
 
         def chunk_log_likelihood(f):  # the mean log predictive density of one chunk's rows
             r0 = next(rows)

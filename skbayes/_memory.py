@@ -114,7 +114,8 @@ def mlp_layers(n_features: int, hidden: tuple[int, ...], n_outputs: int) -> list
 def module_layers(module: nn.Module) -> list[Layer]:
     """The parameterised layers of a custom module (its ``Linear`` and ``Conv2d`` layers;
     any other parameter counts as a dense layer of one output per parameter)."""
-    layers, counted = [], set()
+    layers: list[Layer] = []
+    counted: set[int] = set()
     for m in module.modules():
         if isinstance(m, nn.Linear):
             layers.append(Layer(m.in_features, m.out_features, m.bias is not None))
