@@ -817,13 +817,18 @@ class BayesianNetwork(BaseEstimator):
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
         with self._threads(self._prediction_work(X)):
-            if self._uses_glm():
-                mean, cov = self._glm_moments_t(self._tensor(X))
-                S = int(self.predict_samples if n_samples is None else n_samples)
-                seed = self._predict_seed if seed is None else seed
-                gen = torch.Generator(device=self._device).manual_seed(int(seed))
-                return gaussian_draws(mean, cov, S, gen)
-            return self._outputs(self._tensor(X), n_samples, seed)
+            return self._predictive_outputs(self._tensor(X), n_samples, seed)
+
+    def _predictive_outputs(self, Xt, n_samples=None, seed=None):
+        """Outputs ``(S, rows, n_outputs)`` under the predictive in use: the network at weight
+        samples, or draws of the linearised network's Gaussian outputs (``predictive='glm'``)."""
+        if self._uses_glm():
+            mean, cov = self._glm_moments_t(Xt)
+            S = int(self.predict_samples if n_samples is None else n_samples)
+            seed = self._predict_seed if seed is None else seed
+            gen = torch.Generator(device=self._device).manual_seed(int(seed))
+            return gaussian_draws(mean, cov, S, gen)
+        return self._outputs(Xt, n_samples, seed)
 
     def _uses_glm(self):
         """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
@@ -866,7 +871,7 @@ class BayesianNetwork(BaseEstimator):
         parts = []
         with limit_torch_threads():
             for r0 in range(0, X.shape[0], rows):
-                out = reduce(self._outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed))
+                out = reduce(self._predictive_outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed))
                 parts.append(tuple(o.cpu() if isinstance(o, torch.Tensor) else o for o in out))
         return tuple(
             torch.cat(col, 0) if isinstance(col[0], torch.Tensor) else np.concatenate(col, 0) for col in zip(*parts)
@@ -1145,7 +1150,10 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             mean, cov = self._glm_moments(X)
             var = torch.diagonal(cov, dim1=-2, dim2=-1).double().clamp_min(0.0)
             noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=var.dtype, device=var.device)
-            noise_variance = self._likelihood.noise.noise_variance
+            if self._is_multi():
+                return mean.double(), var + noise
+            return mean[:, 0].double(), var[:, 0] + noise
+        noise_variance = self._likelihood.noise.noise_variance
         if self._is_multi():
             noise = torch.as_tensor(noise_variance, dtype=torch.float64)
 

@@ -288,6 +288,10 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
                 best_val_snap = snapshot(est)
         else:
             stop = tol_stop.update(loss)
+            if stop and guard is not None and guard.best_snapshot is not None and loss > guard.best:
+                # the objective has not improved for n_iter_no_change epochs: keep the best
+                # epoch's posterior, not the last one (single-sample steps drift past the optimum)
+                restore(est, guard.best_snapshot)
         if stop:
             outcome.converged = True
             break
