@@ -200,13 +200,18 @@ def slang_precision_update(
 
     Parameters
     ----------
-    U : Tensor (D, L_old)
-    d : Tensor (D,)
-    curv : curvature batch (see :mod:`skbayes._curvature`)
+    U : Tensor of shape (D, L_old)
+        The current low-rank factor.
+    d : Tensor of shape (D,)
+        The current diagonal part.
+    curv : CurvatureBatch
+        The minibatch's per-example gradients ``G`` (n, D) (see :mod:`skbayes._curvature`).
     scale : float
         ``N / (M S)``: ``scale * G^T G`` is the empirical Fisher estimate.
     beta : float
-    prior_precision : float
+        The precision step size.
+    prior_precision : float or Tensor of shape (D,)
+        The prior precision ``lam``.
     rank : int
         Target rank ``L`` (capped at ``D``).
     cache : dict, optional
@@ -215,15 +220,16 @@ def slang_precision_update(
         saves two passes over ``U``. Filled in place with the new ``U``'s values,
         and with ``"scaled_gram"``: ``U_new^T diag(d_new)^{-1} U_new`` (for the
         posterior's Woodbury solves and sampler).
-    out : Tensor (L, D), optional
+    out : Tensor of shape (L, D), optional
         Contiguous buffer to build ``U_new^T`` in (must not share memory with ``U``).
 
     Returns
     -------
-    U_new : Tensor (D, min(rank, D))
+    U_new : Tensor of shape (D, min(rank, D))
         Stored as the transpose of a contiguous ``(L, D)`` tensor, so that
         each layer's block of every column is a contiguous ``(out, in)`` matrix.
-    d_new : Tensor (D,)
+    d_new : Tensor of shape (D,)
+        The new diagonal part.
     """
     D = d.shape[0]
     L = min(int(rank), D)
