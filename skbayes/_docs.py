@@ -12,6 +12,7 @@ from __future__ import annotations
 import inspect
 import textwrap
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
@@ -340,14 +341,14 @@ CLASSIFIER_ATTRS: dict[str, Entry] = {
 }
 
 
-def _format(name: str, entry: Entry, default=inspect.Parameter.empty) -> str:
+def _format(name: str, entry: Entry, default: Any = inspect.Parameter.empty) -> str:
     head = f"{name} : {entry.type}"
     if default is not inspect.Parameter.empty:
         head += f", default={default!r}"
     return head + "\n" + textwrap.indent(entry.text, "    ")
 
 
-def parameters_section(cls) -> str:
+def parameters_section(cls: type[Any]) -> str:
     """The Parameters entries of ``cls``, in signature order, defaults from the signature."""
     family = getattr(cls, "_family", None)
     sources = [getattr(cls, "_param_docs", {}), getattr(family, "param_docs", {}), PARAMS]
@@ -364,7 +365,7 @@ def parameters_section(cls) -> str:
     return "\n".join(out)
 
 
-def attributes_section(cls, face_attrs: dict[str, Entry], first: tuple[str, ...] = ()) -> str:
+def attributes_section(cls: type[Any], face_attrs: dict[str, Entry], first: tuple[str, ...] = ()) -> str:
     """The Attributes entries: ``first`` face attributes, the shared ones (with the family's
     overrides) and the remaining face attributes."""
     family = getattr(cls, "_family", None)
@@ -375,7 +376,7 @@ def attributes_section(cls, face_attrs: dict[str, Entry], first: tuple[str, ...]
     return "\n".join(out)
 
 
-def estimator_doc(cls, *, summary: str, body: str, see_also: str, examples: str) -> str:
+def estimator_doc(cls: type[Any], *, summary: str, body: str, see_also: str, examples: str) -> str:
     """The whole numpydoc docstring of a public network estimator.
 
     ``body`` is the extended summary (the method), ``see_also`` lines

@@ -16,23 +16,28 @@ computes for ``nll``, by the same operations, so the numbers are the same to the
 :func:`nll_grad` falls back to autograd for a likelihood without one.
 """
 
+from __future__ import annotations
+
 import math
+from typing import Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from scipy.special import digamma, gammaln
+from torch import Tensor
 
 from ._linalg import all_finite
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _check_finite(f):
+def _check_finite(f: Tensor) -> None:
     if not all_finite(f):
         raise FloatingPointError("non-finite network outputs")
 
 
-def nll_grad(lik, f, y, g=None):
+def nll_grad(lik: Any, f: Tensor, y: Tensor, g: Tensor | None = None) -> tuple[Tensor, Tensor]:
     """``(nll, d/df sum_i g_i nll_i)`` for outputs ``f`` (detached): ``lik.nll_grad`` if the
     likelihood has it, else autograd on a graph holding ``f`` only."""
     if hasattr(lik, "nll_grad"):
@@ -47,19 +52,19 @@ def nll_grad(lik, f, y, g=None):
 class _NoParameters:
     """A likelihood with no learned parameters."""
 
-    def start_from(self, noise_variance, n_rows):
+    def start_from(self, noise_variance: float, n_rows: int) -> None:
         """No parameters to start."""
 
-    def update(self, f, y, scale, N, step, weights=None):
+    def update(self, f: Tensor, y: Tensor, scale: float, N: float, step: float, weights: Tensor | None = None) -> None:
         """No parameters to update."""
 
-    def kl(self):
+    def kl(self) -> float:
         return 0.0
 
-    def get_state(self):
+    def get_state(self) -> None:
         return None
 
-    def set_state(self, state):
+    def set_state(self, state: Any) -> None:
         """Nothing to restore."""
 
 
@@ -78,25 +83,25 @@ class Gaussian:
     multi = False
     n_outputs = 1
 
-    def __init__(self, noise):
+    def __init__(self, noise: GaussianNoise) -> None:
         self.noise = noise
         self.multi = noise.n_outputs is not None
         self.n_outputs = 1 if noise.n_outputs is None else int(noise.n_outputs)
 
-    def _per_output(self, value, f):
+    def _per_output(self, value: float | np.ndarray, f: Tensor) -> Tensor:
         """A per-output noise quantity as a tensor broadcasting against ``f`` (..., k)."""
         return torch.as_tensor(np.asarray(value, dtype=np.float64), dtype=f.dtype, device=f.device)
 
-    def nll(self, f, y):
+    def nll(self, f: Tensor, y: Tensor) -> Tensor:
         if self.multi:
             r = f - y
             tau = self._per_output(self.noise.tau_mean, f)
             log_tau = self._per_output(self.noise.log_tau_mean, f)
             return (0.5 * tau * r * r - 0.5 * log_tau + 0.5 * _LOG_2PI).sum(-1)
         r = f[..., 0] - y
-        return 0.5 * self.noise.tau_mean * r * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI
+        return 0.5 * self.noise.tau_mean * r * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI  # type: ignore[return-value]  # numpy scalar * Tensor: a Tensor
 
-    def nll_grad(self, f, y, g=None):
+    def nll_grad(self, f: Tensor, y: Tensor, g: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """See the module docstring (``d nll / d f = tau r``, as autograd evaluates it)."""
         if self.multi:
             r = f - y
@@ -108,19 +113,19 @@ class Gaussian:
         r = f[..., 0] - y
         c = 0.5 * self.noise.tau_mean
         a = c * r
-        nll = a * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI
+        nll = a * r - 0.5 * self.noise.log_tau_mean + 0.5 * _LOG_2PI  # type: ignore[assignment]  # a Tensor
         dr = a + a if g is None else g * a + (g * r) * c  # both factors of a * r
-        return nll, dr.unsqueeze(-1)
+        return nll, dr.unsqueeze(-1)  # type: ignore[union-attr]  # a Tensor
 
-    def sample(self, f, generator=None):
+    def sample(self, f: Tensor, generator: torch.Generator | None = None) -> Tensor:
         """Targets drawn from the model at outputs ``f`` (for the true Fisher)."""
         if self.multi:
             eps = torch.randn(f.shape, generator=generator, dtype=f.dtype, device=f.device)
             return f + eps / torch.sqrt(self._per_output(self.noise.tau_mean, f))
         eps = torch.randn(f.shape[:-1], generator=generator, dtype=f.dtype, device=f.device)
-        return f[..., 0] + eps / self.noise.tau_mean**0.5
+        return f[..., 0] + eps / self.noise.tau_mean**0.5  # type: ignore[return-value]  # a Tensor
 
-    def start_from(self, noise_variance, n_rows):
+    def start_from(self, noise_variance: float, n_rows: int) -> None:
         """Start ``q(tau)`` at the posterior that ``n_rows`` observations with variance
         ``noise_variance`` would give (i-BLM's evidence-maximising estimate of the noise
         of the output layer's regression on a minibatch of ``n_rows`` rows)."""
@@ -128,7 +133,7 @@ class Gaussian:
             self.noise.a = self.noise.a0 + 0.5 * n_rows
             self.noise.b = self.noise.b0 + 0.5 * n_rows * noise_variance
 
-    def update(self, f, y, scale, N, step, weights=None):
+    def update(self, f: Tensor, y: Tensor, scale: float, N: float, step: float, weights: Tensor | None = None) -> None:
         """Natural-gradient step on ``q(tau)`` from the outputs ``f`` (S, M, 1) of a training
         step on targets ``y`` (M,); ``scale = N / (M S)`` scales the squared residuals to ``N``.
 
@@ -146,15 +151,15 @@ class Gaussian:
         sq = r * r if weights is None else r * r * weights
         self.noise.update(scale * float(sq.sum()), N, step)
 
-    def kl(self):
+    def kl(self) -> float:
         return self.noise.kl()
 
-    def get_state(self):
+    def get_state(self) -> tuple[Any, Any] | None:
         if not self.noise.learn:
             return None
         return (np.copy(self.noise.a), np.copy(self.noise.b)) if self.multi else (self.noise.a, self.noise.b)
 
-    def set_state(self, state):
+    def set_state(self, state: tuple[Any, Any] | None) -> None:
         if state is not None:
             self.noise.a, self.noise.b = state
 
@@ -164,11 +169,11 @@ class Bernoulli(_NoParameters):
 
     n_outputs = 1
 
-    def nll(self, f, y):
+    def nll(self, f: Tensor, y: Tensor) -> Tensor:
         z = f[..., 0]
         return torch.nn.functional.softplus(z) - y * z
 
-    def nll_grad(self, f, y, g=None):
+    def nll_grad(self, f: Tensor, y: Tensor, g: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """See the module docstring (``d nll / d z = sigmoid(z) - y``, as autograd evaluates it)."""
         z = f[..., 0]
         nll = torch.nn.functional.softplus(z) - y * z
@@ -178,7 +183,7 @@ class Bernoulli(_NoParameters):
         dz = torch.ops.aten.softplus_backward(gz, z, 1.0, 20.0) + (-gz) * y
         return nll, dz.unsqueeze(-1)
 
-    def sample(self, f, generator=None):
+    def sample(self, f: Tensor, generator: torch.Generator | None = None) -> Tensor:
         _check_finite(f)
         return torch.bernoulli(torch.sigmoid(f[..., 0]), generator=generator)
 
@@ -186,14 +191,14 @@ class Bernoulli(_NoParameters):
 class Categorical(_NoParameters):
     """Categorical likelihood of ``K`` logits; ``y`` integer class indices."""
 
-    def __init__(self, n_classes):
+    def __init__(self, n_classes: int) -> None:
         self.n_outputs = n_classes
 
-    def nll(self, f, y):
+    def nll(self, f: Tensor, y: Tensor) -> Tensor:
         idx = y.expand(f.shape[:-1]).unsqueeze(-1)
         return torch.logsumexp(f, -1) - f.gather(-1, idx)[..., 0]
 
-    def nll_grad(self, f, y, g=None):
+    def nll_grad(self, f: Tensor, y: Tensor, g: Tensor | None = None) -> tuple[Tensor, Tensor]:
         """See the module docstring (``d nll / d f = softmax(f) - onehot(y)``, as autograd
         evaluates it)."""
         idx = y.expand(f.shape[:-1]).unsqueeze(-1)
@@ -208,7 +213,7 @@ class Categorical(_NoParameters):
             df.scatter_add_(-1, idx, -gb)
         return nll, df
 
-    def sample(self, f, generator=None):
+    def sample(self, f: Tensor, generator: torch.Generator | None = None) -> Tensor:
         _check_finite(f)
         p = torch.softmax(f, -1).reshape(-1, f.shape[-1])
         return torch.multinomial(p, 1, generator=generator).reshape(f.shape[:-1])
@@ -236,9 +241,20 @@ class GaussianNoise:
     same prior; ``a``, ``b`` (or ``tau``) and every property are then arrays of shape (k,).
     """
 
-    n_outputs = None
+    n_outputs: int | None = None
+    # float, or ndarray of shape (n_outputs,); a and b are None for a fixed precision
+    a: Any
+    b: Any
+    tau: Any
 
-    def __init__(self, tau=1.0, learn=True, a0=6.0, b0=6.0, n_outputs=None):
+    def __init__(
+        self,
+        tau: float | ArrayLike = 1.0,
+        learn: bool = True,
+        a0: float = 6.0,
+        b0: float = 6.0,
+        n_outputs: int | None = None,
+    ) -> None:
         self.learn = bool(learn)
         self.a0, self.b0 = float(a0), float(b0)
         #: None: one target (float parameters); k: ``k`` targets (arrays of shape (k,)).
@@ -250,16 +266,16 @@ class GaussianNoise:
         else:
             self.a, self.b = None, None
             if self.n_outputs is None:
-                self.tau = float(tau)
+                self.tau = float(tau)  # type: ignore[arg-type]  # a number here
             else:
                 self.tau = np.broadcast_to(np.asarray(tau, dtype=np.float64), (self.n_outputs,)).copy()
 
     @property
-    def tau_mean(self):
+    def tau_mean(self) -> float | np.ndarray:
         return self.a / self.b if self.learn else self.tau
 
     @property
-    def log_tau_mean(self):
+    def log_tau_mean(self) -> float | np.ndarray:
         if self.n_outputs is not None:
             return digamma(self.a) - np.log(self.b) if self.learn else np.log(self.tau)
         if self.learn:
@@ -267,7 +283,7 @@ class GaussianNoise:
         return math.log(self.tau)
 
     @property
-    def noise_variance(self):
+    def noise_variance(self) -> float | np.ndarray:
         """Posterior expectation of the noise variance ``E[1/tau]`` (``b / (a - 1)``).
 
         For ``a <= 1`` (a vague prior before any data) that expectation is infinite;
@@ -281,14 +297,14 @@ class GaussianNoise:
             return self.b / (self.a - 1.0) if self.a > 1.0 else self.b / self.a
         return 1.0 / self.tau
 
-    def update(self, sq_res_sum_scaled, N, beta):
+    def update(self, sq_res_sum_scaled: float | np.ndarray, N: float, beta: float) -> None:
         """Natural-gradient step; ``sq_res_sum_scaled`` estimates ``sum_i E_q[r_i^2]``."""
         if not self.learn:
             return
         self.a = (1.0 - beta) * self.a + beta * (self.a0 + 0.5 * N)
         self.b = (1.0 - beta) * self.b + beta * (self.b0 + 0.5 * sq_res_sum_scaled)
 
-    def kl(self):
+    def kl(self) -> float:
         """``KL(Gamma(a, b) || Gamma(a0, b0))`` (0 for a fixed precision; summed over outputs)."""
         if not self.learn:
             return 0.0

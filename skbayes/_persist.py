@@ -25,6 +25,8 @@ instance deep-copied).
 from __future__ import annotations
 
 import importlib
+from collections.abc import Container
+from typing import Any
 
 import numpy as np
 import torch
@@ -35,17 +37,19 @@ from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make
 #: Version of the portable format (stored, checked on load).
 FORMAT = 1
 
-_ACTIVATION_NAMES: dict[type, str] = {}
+_ACTIVATION_NAMES: dict[type[nn.Module], str] = {}
 for _name, _cls in ACTIVATIONS.items():
     _ACTIVATION_NAMES.setdefault(_cls, _name)
 
 
-def _mlp_architecture(net, n_in):
+def _mlp_architecture(net: nn.Module, n_in: int) -> tuple[tuple[int, ...], str, int] | None:
     """``(hidden_layer_sizes, activation, n_out)`` when ``net`` is exactly what
     :func:`~skbayes._networks.build_mlp` builds, else None."""
     if type(net) is not nn.Sequential or len(net) % 2 != 1:
         return None
-    hidden, activation, prev = [], None, n_in
+    hidden: list[int] = []
+    activation: str | None = None
+    prev = n_in
     for i, child in enumerate(net):
         if i % 2 == 0:
             if type(child) is not nn.Linear or child.in_features != prev or child.bias is None:
@@ -64,17 +68,17 @@ def _mlp_architecture(net, n_in):
 
 
 class _Encoder:
-    def __init__(self, module):
-        self.ids = {}
+    def __init__(self, module: nn.Module | None) -> None:
+        self.ids: dict[int, int] = {}
         self.submodules = {} if module is None else {id(m): n for n, m in module.named_modules()}
-        self.keep = []  # keeps encoded objects alive, so that their ids stay unique
+        self.keep: list[Any] = []  # keeps encoded objects alive, so that their ids stay unique
 
-    def _new_id(self, obj):
+    def _new_id(self, obj: Any) -> int:
         self.keep.append(obj)
         self.ids[id(obj)] = len(self.ids)
         return self.ids[id(obj)]
 
-    def __call__(self, obj):
+    def __call__(self, obj: Any) -> Any:
         if obj is None or isinstance(obj, (bool, int, float, str, np.ndarray, np.generic)):
             return obj
         if id(obj) in self.ids:
@@ -112,11 +116,11 @@ class _Encoder:
 
 
 class _Decoder:
-    def __init__(self, module):
-        self.objects = {}
+    def __init__(self, module: nn.Module | None) -> None:
+        self.objects: dict[int, Any] = {}
         self.module = module
 
-    def __call__(self, obj):
+    def __call__(self, obj: Any) -> Any:
         if isinstance(obj, list):
             return [self(v) for v in obj]
         if not isinstance(obj, dict):
@@ -137,7 +141,7 @@ class _Decoder:
             self.objects[obj["__generator__"]] = g
             return g
         if "__submodule__" in obj:
-            return self.module.get_submodule(obj["__submodule__"])
+            return self.module.get_submodule(obj["__submodule__"])  # type: ignore[union-attr]  # only encoded with a module
         if "__tuple__" in obj:
             return tuple(self(v) for v in obj["__tuple__"])
         if "__dict__" in obj:
@@ -152,19 +156,19 @@ class _Decoder:
             else:
                 inst.__dict__.update(state)
             if isinstance(inst, NetworkForward) and not hasattr(inst, "_lock"):
-                inst.__init__(inst.module, inst.layout, inst.n_features)  # rebuilds its lock
+                inst.__init__(inst.module, inst.layout, inst.n_features)  # type: ignore[misc]  # rebuilds its lock
             return inst
         return {k: self(v) for k, v in obj.items()}
 
 
-def _device(name):
+def _device(name: str) -> torch.device:
     device = torch.device(name)
     if device.type == "cuda" and not torch.cuda.is_available():
         return torch.device("cpu")
     return device
 
 
-def _skbayes_class(path):
+def _skbayes_class(path: str) -> Any:  # an skbayes class
     module_name, _, qualname = path.partition(":")
     if module_name.split(".")[0] != "skbayes":
         raise ValueError(f"refusing to rebuild {path!r}: not an skbayes class")
@@ -176,7 +180,7 @@ def _skbayes_class(path):
     return obj
 
 
-def encode_state(est, state, params):
+def encode_state(est: Any, state: dict[str, Any], params: Container[str]) -> dict[str, Any]:
     """Replace the fitted entries of ``state`` (``est.__dict__`` plus scikit-learn's
     version) by one portable entry ``_skbayes_state``; returns the new dict."""
     fitted = {k: v for k, v in state.items() if k not in params and k != "_sklearn_version"}
@@ -201,14 +205,14 @@ def encode_state(est, state, params):
     return out
 
 
-def _n_outputs(net, arch):
+def _n_outputs(net: nn.Module, arch: tuple[tuple[int, ...], str, int] | None) -> int | None:
     if arch is not None:
         return arch[2]
     linears = [m for m in net.modules() if isinstance(m, nn.Linear)]
     return int(linears[-1].out_features) if linears else None
 
 
-def decode_state(est, state):
+def decode_state(est: Any, state: dict[str, Any]) -> None:
     """Inverse of :func:`encode_state`: sets the fitted attributes on ``est``."""
     portable = state.pop("_skbayes_state", None)
     est.__dict__.update(state)
@@ -228,7 +232,7 @@ def decode_state(est, state):
         est._forward = NetworkForward(net, ParamLayout(net), network["n_in"])
 
 
-def _rebuild_network(est, network):
+def _rebuild_network(est: Any, network: dict[str, Any]) -> nn.Module:
     sd = network["state_dict"]
     floating = [v.dtype for v in sd.values() if np.issubdtype(v.dtype, np.floating)]
     mlp = network["mlp"]

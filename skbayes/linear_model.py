@@ -1,13 +1,17 @@
 """Bayesian linear regression with a fixed Gaussian prior and homoscedastic or
 heteroscedastic Gaussian noise (numpy / scipy only)."""
 
+from __future__ import annotations
+
 import hashlib
 import math
 import numbers
 import warnings
 from collections import namedtuple
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import linalg
 from scipy.optimize import minimize_scalar
 from sklearn.base import BaseEstimator, RegressorMixin
@@ -39,7 +43,7 @@ _PREDICT_CHUNK_BYTES = 64 * 2**20
 _SCALE_RANGE = (1e-150, 1e150)
 
 
-def _check_scales(X_scale, y_scale):
+def _check_scales(X_scale: np.ndarray, y_scale: float) -> None:
     lo, hi = _SCALE_RANGE
     for what, scale in (("X", np.min(X_scale)), ("X", np.max(X_scale)), ("y", y_scale)):
         if not lo <= scale <= hi:
@@ -49,7 +53,7 @@ def _check_scales(X_scale, y_scale):
             )
 
 
-def _check_finite(what, values):
+def _check_finite(what: str, values: np.ndarray) -> None:
     if not np.isfinite(values).all():
         raise NonFiniteOutputError(
             f"BayesianLinearRegression produced non-finite {what} for some of the inputs: they are "
@@ -58,17 +62,17 @@ def _check_finite(what, values):
         )
 
 
-def _gib(nbytes):
+def _gib(nbytes: float) -> float:
     return nbytes / 2**30
 
 
-def _memory_limit_bytes():
+def _memory_limit_bytes() -> float:
     """``MEMORY_LIMIT_GIB`` in bytes, capped by the physical memory when it can be queried
     (the limit every estimator shares, :func:`skbayes._memory.memory_limit_bytes`)."""
     return memory_limit_bytes()
 
 
-def _check_memory(nbytes, what, detail):
+def _check_memory(nbytes: float, what: str, detail: str) -> None:
     """Raise MemoryLimitError if ``nbytes`` (an estimate) exceeds the limit."""
     limit = _memory_limit_bytes()
     if nbytes <= limit:
@@ -85,7 +89,7 @@ def _check_memory(nbytes, what, detail):
     )
 
 
-def _solve_memory_bytes(n, d, restricted, compute_sigma):
+def _solve_memory_bytes(n: int, d: int, restricted: bool, compute_sigma: bool) -> tuple[int, str]:
     """Peak bytes of :func:`_solve` (float64 arrays it allocates), and the route it takes."""
     n_eff = n - 1 if restricted else n
     primal = d <= n_eff
@@ -99,7 +103,7 @@ def _solve_memory_bytes(n, d, restricted, compute_sigma):
     return 8 * words, ("primal" if primal else "dual")
 
 
-def _fit_memory_bytes(n, d, restricted, learn_noise):
+def _fit_memory_bytes(n: int, d: int, restricted: bool, learn_noise: bool) -> tuple[int, str]:
     """Peak bytes of a fit besides the validated input: the standardised copy of X kept by the
     estimator, then the larger of the thin SVD (learned noise) and the solve."""
     k = min(n, d)
@@ -108,7 +112,7 @@ def _fit_memory_bytes(n, d, restricted, learn_noise):
     return 8 * n * d + max(svd, solve), route
 
 
-def _column_scales(Zc, weights, offset):
+def _column_scales(Zc: np.ndarray, weights: np.ndarray, offset: float | np.ndarray | None) -> np.ndarray:
     """Scales used to standardise: the weighted root mean square of each column of ``Zc``.
 
     ``Zc`` are the data after subtracting ``offset`` (None without centring), ``weights``
@@ -134,7 +138,7 @@ def _column_scales(Zc, weights, offset):
 _Posterior = namedtuple("_Posterior", ["coef", "sigma", "log_evidence", "route", "chol", "design"])
 
 
-def _check_positive(name, value):
+def _check_positive(name: str, value: Any) -> float:
     """Return ``value`` as a float if it is a finite real number > 0, else raise."""
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
         raise ValueError(f"{name} must be a positive float, got {value!r}.")
@@ -144,7 +148,7 @@ def _check_positive(name, value):
     return value
 
 
-def _cholesky(M, what):
+def _cholesky(M: np.ndarray, what: str) -> np.ndarray:
     try:
         return linalg.cholesky(M, lower=True, check_finite=False)
     except linalg.LinAlgError as exc:  # only when alpha is negligible next to the data term
@@ -155,7 +159,15 @@ def _cholesky(M, what):
         ) from exc
 
 
-def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
+def _solve(
+    Xc: np.ndarray,
+    yc: np.ndarray,
+    r: np.ndarray,
+    alpha: float,
+    restricted: bool,
+    method: str = "auto",
+    compute_sigma: bool = True,
+) -> _Posterior:
     """Exact Gaussian posterior and log evidence at fixed hyper-parameters.
 
     Model: ``yc ~ N(Xc w, diag(1 / r))``, ``w ~ N(0, I / alpha)``.
@@ -259,7 +271,7 @@ def _solve(Xc, yc, r, alpha, restricted, method="auto", compute_sigma=True):
     return _Posterior(coef, sigma, float(log_evidence), method, chol, Xw if method == "dual" else None)
 
 
-def _weighted_evidence_correction(r, sample_weight):
+def _weighted_evidence_correction(r: np.ndarray, sample_weight: np.ndarray) -> float:
     """``log p_w(y) - log N(yc | 0, diag(1 / r) + ...)``: the log evidence of the weighted
     likelihood ``prod_i N(y_i | x_i w, 1 / p_i)^{w_i}`` (``p_i = r_i / w_i`` the rows' noise
     precisions) minus that of the Gaussian with precisions ``r_i`` that :func:`_solve`
@@ -271,7 +283,15 @@ def _weighted_evidence_correction(r, sample_weight):
     return 0.5 * float(np.sum((sample_weight - 1.0) * (np.log(p) - _LOG_2PI) - np.log(sample_weight)))
 
 
-def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol, n_obs=None):
+def _maximise_noise_precision(
+    Xc: np.ndarray,
+    yc: np.ndarray,
+    alpha: float,
+    restricted: bool,
+    max_iter: int,
+    tol: float,
+    n_obs: float | None = None,
+) -> tuple[float, int, bool]:
     """Noise precision maximising the exact log evidence, ``alpha`` held fixed.
 
     With the thin SVD ``Xc = U diag(s) V^T``, ``b = U^T yc`` and
@@ -309,7 +329,7 @@ def _maximise_noise_precision(Xc, yc, alpha, restricted, max_iter, tol, n_obs=No
     m = n_obs - (1 if restricted else 0)
     k = s.size
 
-    def neg_log_evidence(t):
+    def neg_log_evidence(t: float | np.ndarray) -> np.ndarray:
         # m t + sum_k log(1 + lam_k e^{-t}) written as (m - k) t + sum_k log(e^t + lam_k),
         # which has no cancellation when the noise variance e^t is far below lam_k.
         t = np.atleast_1d(np.asarray(t, dtype=np.float64))
@@ -603,14 +623,21 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
     >>> y_mean, y_std = reg.predict([[4.0]], return_std=True)
     """
 
-    def __init__(self, alpha=1.0, noise_precision="auto", fit_intercept=True, max_iter=300, tol=1e-6):
+    def __init__(
+        self,
+        alpha: float = 1.0,
+        noise_precision: float | str = "auto",
+        fit_intercept: bool = True,
+        max_iter: int = 300,
+        tol: float = 1e-6,
+    ) -> None:
         self.alpha = alpha
         self.noise_precision = noise_precision
         self.fit_intercept = fit_intercept
         self.max_iter = max_iter
         self.tol = tol
 
-    def _check_params(self):
+    def _check_params(self) -> tuple[float, float | None]:
         alpha = _check_positive("alpha", self.alpha)
         tau = self.noise_precision
         if isinstance(tau, str):
@@ -632,7 +659,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         return alpha, tau
 
     @staticmethod
-    def _check_noise_variance(noise_variance, n_samples):
+    def _check_noise_variance(noise_variance: ArrayLike, n_samples: int) -> np.ndarray:
         v = np.asarray(noise_variance, dtype=np.float64)
         if v.ndim != 1 or v.shape[0] != n_samples:
             raise ValueError(
@@ -644,7 +671,13 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             raise ValueError(f"noise_variance must be strictly positive, got minimum {v.min()!r}.")
         return v
 
-    def fit(self, X, y, noise_variance=None, sample_weight=None):
+    def fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        noise_variance: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+    ) -> BayesianLinearRegression:
         """Fit the model.
 
         Parameters
@@ -704,7 +737,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
                     f"the variances are used as they are, got noise_precision={self.noise_precision!r}. "
                     "Rescale noise_variance instead."
                 )
-            r = 1.0 / self._check_noise_variance(noise_variance, n_samples)
+            r = 1.0 / self._check_noise_variance(noise_variance, n_samples)  # type: ignore[arg-type]  # not None here
         else:
             r = np.ones(n_samples)
         sw = None
@@ -775,7 +808,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         if multi:
             for name in public:
                 setattr(self, name, np.stack([f.pop(name) for f in fits]))
-            self.n_iter_ = int(self.n_iter_.max())
+            self.n_iter_ = int(self.n_iter_.max())  # type: ignore[has-type,attr-defined]  # an array until here
             self.log_marginal_likelihood_value_ = float(sum(f.pop("lml") for f in fits))
             self._targets = fits
             self._route = fits[0]["_route"]
@@ -789,7 +822,20 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self._fingerprints = [self._public_fingerprint(j) for j in self._target_indices()]
         return self
 
-    def _fit_target(self, Xs, y, X_offset, X_scale, weights, r, sw, n_obs, alpha, tau, hetero):
+    def _fit_target(
+        self,
+        Xs: np.ndarray,
+        y: np.ndarray,
+        X_offset: np.ndarray | None,
+        X_scale: np.ndarray,
+        weights: np.ndarray,
+        r: np.ndarray,
+        sw: np.ndarray | None,
+        n_obs: float,
+        alpha: float,
+        tau: float | None,
+        hetero: bool,
+    ) -> dict[str, Any]:
         """Posterior of one target column on the standardised inputs ``Xs``: a dict of its
         public attributes (``coef_``, ...) and private state (``_chol``, ...)."""
         n_samples = Xs.shape[0]
@@ -822,7 +868,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             tau_ = tau_s / y_scale**2
         else:
             tau_ = tau
-            r_s = np.full(n_samples, tau * y_scale**2) if sw is None else (tau * y_scale**2) * sw
+            r_s = np.full(n_samples, tau * y_scale**2) if sw is None else (tau * y_scale**2) * sw  # type: ignore[operator]  # a fixed precision here
 
         post = _solve(Xs, ys, r_s, alpha, restricted)
         log_evidence = post.log_evidence
@@ -838,7 +884,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             "coef_": coef,
             "sigma_": sigma,
             "intercept_": float(y_offset - X_offset @ coef) if restricted else 0.0,
-            "noise_precision_": float(tau_),
+            "noise_precision_": float(tau_),  # type: ignore[arg-type]
             "y_scale_": y_scale,
             "n_iter_": n_iter,
             "lml": log_evidence - self._log_jacobian(n_obs, restricted, y_scale),
@@ -853,18 +899,18 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         }
 
     @staticmethod
-    def _log_jacobian(n_samples, restricted, y_scale):
+    def _log_jacobian(n_samples: float, restricted: bool, y_scale: float) -> float:
         """``log p(ys) - log p(y)``: the evidence of ``y`` is that of ``ys = yc / y_scale`` in
         ``n_samples - restricted`` dimensions (the flat-prior intercept removes one); with
         sample weights ``n_samples`` is their sum."""
         return (n_samples - int(restricted)) * math.log(y_scale)
 
     # --- the public fitted attributes and the private state derived from them -------------
-    def _target_indices(self):
+    def _target_indices(self) -> list[int | None]:
         """``[None]`` for a 1-D target, else the target columns ``0 .. k - 1``."""
         return [None] if np.ndim(self.coef_) == 1 else list(range(np.shape(self.coef_)[0]))
 
-    def _public(self, j):
+    def _public(self, j: int | None) -> dict[str, np.ndarray]:
         """The public fitted attributes of target ``j`` (None: the single target)."""
         names = ("coef_", "sigma_", "intercept_", "noise_precision_", "y_scale_")
         values = {k: np.asarray(getattr(self, k), dtype=np.float64) for k in names}
@@ -875,14 +921,14 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         values["X_scale_"] = np.asarray(self.X_scale_, dtype=np.float64)
         return values
 
-    def _public_fingerprint(self, j):
+    def _public_fingerprint(self, j: int | None) -> str:
         h = hashlib.blake2b(digest_size=16)
         for k, v in self._public(j).items():
             h.update(f"{k}{v.shape}".encode())
             h.update(np.ascontiguousarray(v).tobytes())
         return h.hexdigest()
 
-    def _private_state(self, j):
+    def _private_state(self, j: int | None) -> dict[str, Any] | None:
         """The fit's private state of target ``j`` when the public attributes are those the
         fit set, else None (they were edited: every method then derives from them)."""
         prints = self.__dict__.get("_fingerprints")
@@ -908,11 +954,11 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             return {k: getattr(self, k) for k in keys}
         return self._targets[j]
 
-    def _noise_precision(self, j):
+    def _noise_precision(self, j: int | None) -> float | None:
         tau = float(np.asarray(self.noise_precision_, dtype=np.float64).reshape(-1)[0 if j is None else j])
         return None if math.isnan(tau) else tau  # NaN after a heteroscedastic fit: no noise term
 
-    def predict(self, X, return_std=False):
+    def predict(self, X: ArrayLike, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Predict using the linear model.
 
         In addition to the mean of the predictive distribution, also its
@@ -976,7 +1022,9 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         _check_finite("predictive standard deviations", var)
         return y_mean, np.sqrt(var)
 
-    def sample_y(self, X, n_samples=1, random_state=0):
+    def sample_y(
+        self, X: ArrayLike, n_samples: int = 1, random_state: int | np.random.RandomState | None = 0
+    ) -> np.ndarray:
         """Draw samples from the posterior predictive distribution at X.
 
         The draws are joint over the query points: each column uses one
@@ -1034,7 +1082,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         _check_finite("predictive samples", y_samples)
         return y_samples
 
-    def _sample_target(self, X, j, n_samples, rng):
+    def _sample_target(self, X: np.ndarray, j: int | None, n_samples: int, rng: np.random.RandomState) -> np.ndarray:
         n_q, d = X.shape
         state = self._private_state(j)
         rows = 0 if state is None or state["_route"] == "primal" else state["_dual_design"].shape[0]
@@ -1081,7 +1129,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             y_samples += rng.standard_normal(y_samples.shape) / math.sqrt(tau)
         return y_samples
 
-    def log_marginal_likelihood(self, alpha=None, noise_precision=None):
+    def log_marginal_likelihood(self, alpha: float | None = None, noise_precision: float | None = None) -> float:
         """Return the log marginal likelihood (evidence) of the training data.
 
         Parameters
@@ -1137,7 +1185,9 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             total += self._log_evidence_target(state["_y_train"], state["_precision_train"], alpha, tau, y_scale)
         return total
 
-    def _log_evidence_target(self, y_train, r, alpha, tau, y_scale):
+    def _log_evidence_target(
+        self, y_train: np.ndarray, r: np.ndarray, alpha: float, tau: float | None, y_scale: float
+    ) -> float:
         sw = getattr(self, "_sample_weight", None)
         if tau is not None:
             r = np.full_like(r, tau * y_scale**2)
@@ -1149,7 +1199,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         log_evidence = post.log_evidence + _weighted_evidence_correction(r, sw)
         return log_evidence - self._log_jacobian(float(np.sum(sw)), self._restricted, y_scale)
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags

@@ -9,10 +9,15 @@ predictive distribution of a fitted estimator, greater is better, for
 See :doc:`/model_selection`.
 """
 
+from __future__ import annotations
+
 import inspect
 import numbers
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 from scipy.stats import norm
 from sklearn.base import is_classifier
@@ -41,11 +46,11 @@ __all__ = [
 DEFAULT_N_SAMPLES = 1000
 
 
-def _check_1d(name, a):
+def _check_1d(name: str, a: ArrayLike) -> np.ndarray:
     return column_or_1d(check_array(a, ensure_2d=False, dtype=np.float64, input_name=name))
 
 
-def _average(values, sample_weight):
+def _average(values: np.ndarray, sample_weight: ArrayLike | None) -> float:
     """Mean of ``values``, or its ``sample_weight``-weighted mean."""
     if sample_weight is None:
         return float(np.mean(values))
@@ -58,7 +63,9 @@ def _average(values, sample_weight):
     return float(np.average(values, weights=w))
 
 
-def gaussian_log_likelihood(y_true, y_mean, y_std, sample_weight=None):
+def gaussian_log_likelihood(
+    y_true: ArrayLike, y_mean: ArrayLike, y_std: ArrayLike, sample_weight: ArrayLike | None = None
+) -> float:
     """Mean per-point log density of ``y_true`` under ``N(y_mean, y_std^2)``.
 
     Parameters
@@ -87,14 +94,16 @@ def gaussian_log_likelihood(y_true, y_mean, y_std, sample_weight=None):
     return _average(logp, sample_weight)
 
 
-def _mixture_log_density(y_true, f_samples, noise_std):
+def _mixture_log_density(y_true: ArrayLike, f_samples: ArrayLike, noise_std: float | ArrayLike) -> np.ndarray:
     """Per-point ``log (1/S) sum_s N(y_i | f_si, noise_std^2)``."""
     f = np.asarray(f_samples)
     logp = norm.logpdf(np.asarray(y_true)[None, :], f, noise_std)
     return logsumexp(logp, axis=0) - np.log(f.shape[0])
 
 
-def mixture_log_likelihood(y_true, f_samples, noise_std, sample_weight=None):
+def mixture_log_likelihood(
+    y_true: ArrayLike, f_samples: ArrayLike, noise_std: float | ArrayLike, sample_weight: ArrayLike | None = None
+) -> float:
     """Mean per-point log density under the mixture ``(1/S) sum_s N(y | f_s, noise_std^2)``.
 
     A log-mean-exp per point, as the papers evaluate (not a joint log-sum-exp over
@@ -127,7 +136,7 @@ def mixture_log_likelihood(y_true, f_samples, noise_std, sample_weight=None):
     return _average(_mixture_log_density(y_true, f_samples, noise_std), sample_weight)
 
 
-def crps_gaussian(y_true, mean, std, sample_weight=None):
+def crps_gaussian(y_true: ArrayLike, mean: ArrayLike, std: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
     """Compute the continuous ranked probability score of Gaussian predictives (closed form).
 
     ``CRPS(F, y) = E_F|X - y| - E_F|X - X'| / 2``, the integral over ``t`` of
@@ -177,7 +186,7 @@ def crps_gaussian(y_true, mean, std, sample_weight=None):
     return _average(crps, sample_weight)
 
 
-def _crps_ensemble_points(y, samples):
+def _crps_ensemble_points(y: np.ndarray, samples: np.ndarray) -> np.ndarray:
     """Per-point CRPS of the empirical distributions of ``samples`` (S, n), by sorting."""
     S = samples.shape[0]
     x = np.sort(samples, axis=0)
@@ -186,7 +195,7 @@ def _crps_ensemble_points(y, samples):
     return np.mean(np.abs(x - y[None, :]), axis=0) - spread
 
 
-def crps_ensemble(y_true, samples, sample_weight=None):
+def crps_ensemble(y_true: ArrayLike, samples: ArrayLike, sample_weight: ArrayLike | None = None) -> float:
     """Compute the continuous ranked probability score of predictive samples.
 
     The CRPS of the empirical distribution of the ``S`` draws of each point,
@@ -232,13 +241,15 @@ def crps_ensemble(y_true, samples, sample_weight=None):
     return _average(_crps_ensemble_points(y, x), sample_weight)
 
 
-def _check_alpha(alpha):
+def _check_alpha(alpha: float) -> float:
     if isinstance(alpha, (bool, np.bool_)) or not isinstance(alpha, numbers.Real) or not 0 < alpha < 1:
         raise ValueError(f"alpha must be a number in (0, 1), got {alpha!r}.")
     return float(alpha)
 
 
-def interval_score(y_true, lower, upper, alpha, sample_weight=None):
+def interval_score(
+    y_true: ArrayLike, lower: ArrayLike, upper: ArrayLike, alpha: float, sample_weight: ArrayLike | None = None
+) -> float:
     """Compute the interval score of central ``(1 - alpha)`` intervals (Gneiting and Raftery, 2007).
 
     ``IS = (u - l) + (2 / alpha) (l - y) 1{y < l} + (2 / alpha) (y - u) 1{y > u}``:
@@ -282,7 +293,7 @@ def interval_score(y_true, lower, upper, alpha, sample_weight=None):
     return _average(score, sample_weight)
 
 
-def interval_coverage(y_true, y_mean, y_std, level=0.9):
+def interval_coverage(y_true: ArrayLike, y_mean: ArrayLike, y_std: ArrayLike, level: float = 0.9) -> float:
     """Fraction of ``y_true`` inside the central ``level`` Gaussian predictive interval.
 
     Parameters
@@ -305,7 +316,7 @@ def interval_coverage(y_true, y_mean, y_std, level=0.9):
     return float(np.mean(np.abs(np.asarray(y_true) - np.asarray(y_mean)) <= z * np.asarray(y_std)))
 
 
-def expected_calibration_error(y_true, proba, n_bins=10):
+def expected_calibration_error(y_true: ArrayLike, proba: ArrayLike, n_bins: int = 10) -> float:
     """Expected calibration error of the top-class confidence (equal-width bins).
 
     Parameters
@@ -336,7 +347,7 @@ def expected_calibration_error(y_true, proba, n_bins=10):
 
 
 # --- scorers ------------------------------------------------------------------------------
-def _final_step(estimator, X):
+def _final_step(estimator: Any, X: Any) -> tuple[Any, Any]:
     """The last step of (nested) Pipelines and ``X`` transformed by the steps before it.
 
     A Pipeline forwards ``predict`` and ``predict_proba`` but not ``log_likelihood``
@@ -350,7 +361,7 @@ def _final_step(estimator, X):
     return estimator, X
 
 
-def _predicts_std(estimator):
+def _predicts_std(estimator: Any) -> bool:
     """Whether ``estimator.predict`` takes ``return_std`` (a Gaussian predictive)."""
     predict = getattr(estimator, "predict", None)
     if predict is None:
@@ -370,19 +381,22 @@ class _PredictiveScorer:
 
     _name = ""
     _factory = ""
+    _score: Callable[[Any, Any, ArrayLike, ArrayLike | None], float]
 
-    def __call__(self, estimator, X, y_true, sample_weight=None):
+    def __call__(
+        self, estimator: Any, X: ArrayLike, y_true: ArrayLike, sample_weight: ArrayLike | None = None
+    ) -> float:
         final, Xt = _final_step(estimator, X)
         return float(self._score(final, Xt, y_true, sample_weight))
 
-    def _params(self):
+    def _params(self) -> dict[str, Any]:
         return {}
 
-    def __repr__(self):
+    def __repr__(self) -> str:
         args = ", ".join(f"{k}={v!r}" for k, v in self._params().items())
         return f"{self._factory}({args})"
 
-    def _not_for_classifiers(self, estimator):
+    def _not_for_classifiers(self, estimator: Any) -> None:
         if is_classifier(estimator):
             raise TypeError(
                 f"The {self._name!r} scorer scores a real-valued predictive distribution and "
@@ -390,7 +404,7 @@ class _PredictiveScorer:
                 "'log_likelihood' (the negative log-loss of predict_proba)."
             )
 
-    def _unsupported(self, estimator, needs):
+    def _unsupported(self, estimator: Any, needs: str) -> TypeError:
         return TypeError(f"The {self._name!r} scorer cannot score {type(estimator).__name__}: it needs {needs}.")
 
 
@@ -398,13 +412,13 @@ class _LogLikelihoodScorer(_PredictiveScorer):
     _name = "log_likelihood"
     _factory = "make_log_likelihood_scorer"
 
-    def __init__(self, n_samples=None):
+    def __init__(self, n_samples: int | None = None) -> None:
         self.n_samples = n_samples
 
-    def _params(self):
+    def _params(self) -> dict[str, Any]:
         return {"n_samples": self.n_samples}
 
-    def _score(self, est, X, y, sample_weight):
+    def _score(self, est: Any, X: Any, y: ArrayLike, sample_weight: ArrayLike | None) -> float:
         if is_classifier(est):
             if not hasattr(est, "predict_proba"):
                 raise self._unsupported(est, "predict_proba")
@@ -430,14 +444,19 @@ class _LogLikelihoodScorer(_PredictiveScorer):
 class _SampledScorer(_PredictiveScorer):
     """Scores from ``predict(return_std=True)`` for Gaussian predictives, else ``sample_y`` draws."""
 
-    def __init__(self, n_samples=DEFAULT_N_SAMPLES, random_state=0):
+    _from_gaussian: Callable[[np.ndarray, ArrayLike, ArrayLike, ArrayLike | None], float]
+    _from_samples: Callable[[np.ndarray, np.ndarray, ArrayLike | None], float]
+
+    def __init__(
+        self, n_samples: int = DEFAULT_N_SAMPLES, random_state: int | np.random.RandomState | None = 0
+    ) -> None:
         self.n_samples = n_samples
         self.random_state = random_state
 
-    def _params(self):
+    def _params(self) -> dict[str, Any]:
         return {"n_samples": self.n_samples, "random_state": self.random_state}
 
-    def _score(self, est, X, y, sample_weight):
+    def _score(self, est: Any, X: Any, y: ArrayLike, sample_weight: ArrayLike | None) -> float:
         self._not_for_classifiers(est)
         y = _check_1d("y_true", y)
         if not hasattr(est, "log_likelihood") and _predicts_std(est):
@@ -459,10 +478,10 @@ class _CRPSScorer(_SampledScorer):
     _name = "neg_crps"
     _factory = "make_crps_scorer"
 
-    def _from_gaussian(self, y, mean, std, sample_weight):
+    def _from_gaussian(self, y: np.ndarray, mean: ArrayLike, std: ArrayLike, sample_weight: ArrayLike | None) -> float:
         return -crps_gaussian(y, mean, std, sample_weight=sample_weight)
 
-    def _from_samples(self, y, samples, sample_weight):
+    def _from_samples(self, y: np.ndarray, samples: np.ndarray, sample_weight: ArrayLike | None) -> float:
         return -crps_ensemble(y, samples, sample_weight=sample_weight)
 
 
@@ -470,24 +489,29 @@ class _IntervalScorer(_SampledScorer):
     _name = "neg_interval_score"
     _factory = "make_interval_scorer"
 
-    def __init__(self, alpha=0.1, n_samples=DEFAULT_N_SAMPLES, random_state=0):
+    def __init__(
+        self,
+        alpha: float = 0.1,
+        n_samples: int = DEFAULT_N_SAMPLES,
+        random_state: int | np.random.RandomState | None = 0,
+    ) -> None:
         super().__init__(n_samples=n_samples, random_state=random_state)
         self.alpha = _check_alpha(alpha)
 
-    def _params(self):
+    def _params(self) -> dict[str, Any]:
         return {"alpha": self.alpha, **super()._params()}
 
-    def _from_gaussian(self, y, mean, std, sample_weight):
+    def _from_gaussian(self, y: np.ndarray, mean: ArrayLike, std: ArrayLike, sample_weight: ArrayLike | None) -> float:
         z = norm.ppf(1.0 - self.alpha / 2.0)
         mean, std = np.asarray(mean), np.asarray(std)
         return -interval_score(y, mean - z * std, mean + z * std, self.alpha, sample_weight=sample_weight)
 
-    def _from_samples(self, y, samples, sample_weight):
+    def _from_samples(self, y: np.ndarray, samples: np.ndarray, sample_weight: ArrayLike | None) -> float:
         lo, hi = np.quantile(samples, [self.alpha / 2.0, 1.0 - self.alpha / 2.0], axis=0)
         return -interval_score(y, lo, hi, self.alpha, sample_weight=sample_weight)
 
 
-def _check_n_samples(n_samples, allow_none):
+def _check_n_samples(n_samples: int | None, allow_none: bool) -> int | None:
     if n_samples is None and allow_none:
         return None
     if isinstance(n_samples, (bool, np.bool_)) or not isinstance(n_samples, numbers.Integral) or n_samples < 1:
@@ -495,7 +519,7 @@ def _check_n_samples(n_samples, allow_none):
     return int(n_samples)
 
 
-def make_log_likelihood_scorer(n_samples=None):
+def make_log_likelihood_scorer(n_samples: int | None = None) -> Callable[..., float]:
     """Scorer of the mean per-point predictive log-likelihood (greater is better).
 
     ``scorer(estimator, X, y, sample_weight=None)`` scores the fitted
@@ -541,7 +565,9 @@ def make_log_likelihood_scorer(n_samples=None):
     return _LogLikelihoodScorer(n_samples=_check_n_samples(n_samples, allow_none=True))
 
 
-def make_crps_scorer(n_samples=DEFAULT_N_SAMPLES, random_state=0):
+def make_crps_scorer(
+    n_samples: int = DEFAULT_N_SAMPLES, random_state: int | np.random.RandomState | None = 0
+) -> Callable[..., float]:
     """Scorer of the negated continuous ranked probability score (greater is better).
 
     ``scorer(estimator, X, y, sample_weight=None)`` is minus the mean CRPS of the
@@ -584,10 +610,12 @@ def make_crps_scorer(n_samples=DEFAULT_N_SAMPLES, random_state=0):
     >>> bool(make_crps_scorer()(model, X, y) < 0)
     True
     """
-    return _CRPSScorer(n_samples=_check_n_samples(n_samples, allow_none=False), random_state=random_state)
+    return _CRPSScorer(n_samples=_check_n_samples(n_samples, allow_none=False), random_state=random_state)  # type: ignore[arg-type]  # an int
 
 
-def make_interval_scorer(alpha=0.1, n_samples=DEFAULT_N_SAMPLES, random_state=0):
+def make_interval_scorer(
+    alpha: float = 0.1, n_samples: int = DEFAULT_N_SAMPLES, random_state: int | np.random.RandomState | None = 0
+) -> Callable[..., float]:
     """Scorer of the negated interval score of central prediction intervals (greater is better).
 
     ``scorer(estimator, X, y, sample_weight=None)`` is minus the mean
@@ -631,18 +659,20 @@ def make_interval_scorer(alpha=0.1, n_samples=DEFAULT_N_SAMPLES, random_state=0)
     True
     """
     return _IntervalScorer(
-        alpha=alpha, n_samples=_check_n_samples(n_samples, allow_none=False), random_state=random_state
+        alpha=alpha,
+        n_samples=_check_n_samples(n_samples, allow_none=False),  # type: ignore[arg-type]  # an int
+        random_state=random_state,
     )
 
 
-_SCORERS = {
+_SCORERS: dict[str, Callable[[], Callable[..., float]]] = {
     "log_likelihood": make_log_likelihood_scorer,
     "neg_crps": make_crps_scorer,
     "neg_interval_score": make_interval_scorer,
 }
 
 
-def get_scorer_names():
+def get_scorer_names() -> list[str]:
     """List the names :func:`get_scorer` accepts: skbayes's and scikit-learn's.
 
     Returns
@@ -659,7 +689,7 @@ def get_scorer_names():
     return list(_SCORERS) + [n for n in _sklearn_get_scorer_names() if n not in _SCORERS]
 
 
-def get_scorer(scoring):
+def get_scorer(scoring: str | Callable[..., float]) -> Callable[..., float]:
     """Return a scorer by name: skbayes's probabilistic scorers, else scikit-learn's.
 
     Parameters

@@ -1,16 +1,23 @@
-"""What every posterior family exposes to users (numpy in, numpy out)."""
+"""What every posterior family exposes: the engine's tensor interface (the Protocols
+:class:`PosteriorTensors`, :class:`GaussianTensors`, :class:`PrecisionTensors`) and the
+shared user-facing API (numpy in, numpy out, :class:`PosteriorMixin`)."""
+
+from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import torch
 from sklearn.utils import check_random_state
+from torch import Tensor
 
 from ..exceptions import MemoryLimitError
 
 
-def _physical_memory():
+def _physical_memory() -> int:
     """Bytes of physical memory, or 0 where it cannot be queried."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
@@ -22,12 +29,12 @@ def _physical_memory():
 MAX_DENSE_SIZE = 5000
 
 
-def is_scalar_precision(prior_precision) -> bool:
+def is_scalar_precision(prior_precision: float | Tensor) -> bool:
     """True for a number, False for a per-parameter precision tensor."""
     return not (isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0)
 
 
-def vector_prior_kl(prior_precision, mean, variance, logdet_precision):
+def vector_prior_kl(prior_precision: Tensor, mean: Tensor, variance: Tensor, logdet_precision: Tensor | float) -> float:
     """``KL(q || N(0, diag(lam)^{-1}))`` of a Gaussian ``q`` with marginal ``variance`` and
     precision log-determinant ``logdet_precision``, for a per-parameter ``lam`` (D,)::
 
@@ -39,24 +46,25 @@ def vector_prior_kl(prior_precision, mean, variance, logdet_precision):
     return float(0.5 * (quad - D - torch.log(lam).sum() + logdet_precision))
 
 
-class PosteriorMixin:
-    """Shared user-facing API; families implement the ``*_t`` tensor methods.
+@runtime_checkable
+class PosteriorTensors(Protocol):
+    """The engine's interface to every posterior (tensors in, tensors out).
 
-    The tensor methods (``sample_t``, ``variance_t``, ``precision_t``,
-    ``logdet_precision_t``, ``solve_t``) and ``kl_to_prior`` are the engine's
-    interface to a posterior. Their documentation lives here once: a subclass that
-    implements one without a docstring inherits this one (``__init_subclass__``).
+    Every posterior class satisfies it (``isinstance(posterior, PosteriorTensors)``);
+    :class:`GaussianTensors` and :class:`PrecisionTensors` add what the Gaussian ones
+    offer. A posterior class that implements one of these methods without a docstring
+    inherits the one documented here (:meth:`PosteriorMixin.__init_subclass__`, which does
+    the same for the methods of :class:`PosteriorMixin` itself).
+
+    Attributes
+    ----------
+    mean_t : Tensor of shape (D,)
+        Posterior mean, flat, in ``module_.parameters()`` order.
     """
 
-    def __init_subclass__(cls, **kwargs):
-        super().__init_subclass__(**kwargs)
-        for name, base_fn in vars(PosteriorMixin).items():
-            fn = cls.__dict__.get(name)
-            if callable(fn) and not fn.__doc__ and getattr(base_fn, "__doc__", None):
-                fn.__doc__ = base_fn.__doc__
+    mean_t: Tensor
 
-    # --- the tensor interface (documented once; implemented by each posterior) -----------
-    def sample_t(self, n, generator=None):
+    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         """Weight samples as a tensor.
 
         Parameters
@@ -71,9 +79,9 @@ class PosteriorMixin:
         theta : Tensor of shape (n, D)
             Flat weight vectors drawn from the posterior.
         """
-        raise NotImplementedError
+        ...
 
-    def variance_t(self):
+    def variance_t(self) -> Tensor:
         """Marginal variances as a tensor.
 
         Returns
@@ -81,9 +89,33 @@ class PosteriorMixin:
         variance : Tensor of shape (D,)
             ``Var_q(theta_i)`` of every parameter.
         """
-        raise NotImplementedError
+        ...
 
-    def precision_t(self):
+    @property
+    def n_params(self) -> int:
+        """Number of parameters ``D`` of the network."""
+        ...
+
+    def is_finite(self) -> bool:
+        """Whether every stored tensor is finite.
+
+        Returns
+        -------
+        finite : bool
+            True when no entry of the posterior's tensors is NaN or infinite.
+        """
+        ...
+
+    def _tensors(self) -> Sequence[Tensor]:
+        """Every tensor the posterior stores (what :meth:`is_finite` checks)."""
+        ...
+
+
+@runtime_checkable
+class GaussianTensors(PosteriorTensors, Protocol):
+    """A Gaussian posterior: :class:`PosteriorTensors` plus its precision and its KL to the prior."""
+
+    def precision_t(self) -> Tensor:
         """Dense precision matrix as a tensor (small models only).
 
         Returns
@@ -91,9 +123,30 @@ class PosteriorMixin:
         precision : Tensor of shape (D, D)
             The inverse posterior covariance.
         """
-        raise NotImplementedError
+        ...
 
-    def logdet_precision_t(self):
+    def kl_to_prior(self, prior_precision: float | Tensor) -> float:
+        """``KL(q || N(0, diag(lam)^{-1}))`` to the Gaussian weight prior.
+
+        Parameters
+        ----------
+        prior_precision : float or Tensor of shape (D,)
+            The prior precision ``lam``: one number for every weight, or one per weight.
+
+        Returns
+        -------
+        kl : float
+            The Kullback-Leibler divergence from the posterior to the prior.
+        """
+        ...
+
+
+@runtime_checkable
+class PrecisionTensors(GaussianTensors, Protocol):
+    """A Gaussian posterior held by its precision: :class:`GaussianTensors` plus solves with
+    the precision and its log-determinant (what a natural-gradient mean step needs)."""
+
+    def logdet_precision_t(self) -> Tensor:
         """Log-determinant of the posterior precision.
 
         Returns
@@ -101,9 +154,9 @@ class PosteriorMixin:
         logdet : Tensor of shape ()
             ``log det P``.
         """
-        raise NotImplementedError
+        ...
 
-    def solve_t(self, x, shift=0.0):
+    def solve_t(self, x: Tensor, shift: float = 0.0) -> Tensor:
         """Apply the posterior covariance: ``P^{-1} x`` (or ``(P + shift I)^{-1} x``).
 
         Parameters
@@ -119,9 +172,32 @@ class PosteriorMixin:
         y : Tensor of the shape of ``x``
             The solution of ``(P + shift I) y = x``.
         """
-        raise NotImplementedError
+        ...
 
-    def covariance_apply_t(self, x):
+
+class _DenseSelf(GaussianTensors, Protocol):
+    """What :meth:`PosteriorMixin.precision` and ``covariance`` use of their posterior."""
+
+    def _check_dense(self, max_size: int) -> None: ...
+
+
+class PosteriorMixin:
+    """Shared user-facing API of the posteriors (numpy out).
+
+    A posterior class derives from it and implements the tensor interface
+    :class:`PosteriorTensors` (and, for a Gaussian, :class:`GaussianTensors` or
+    :class:`PrecisionTensors`), which the methods here call.
+    """
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        for proto in (PosteriorMixin, PosteriorTensors, GaussianTensors, PrecisionTensors):
+            for name, base_fn in vars(proto).items():
+                fn = cls.__dict__.get(name)
+                if callable(fn) and not fn.__doc__ and getattr(base_fn, "__doc__", None):
+                    fn.__doc__ = base_fn.__doc__
+
+    def covariance_apply_t(self: PrecisionTensors, x: Tensor) -> Tensor:
         """Apply the posterior covariance: ``Sigma x``, without forming ``Sigma``.
 
         Parameters
@@ -136,27 +212,12 @@ class PosteriorMixin:
         """
         return self.solve_t(x)
 
-    def kl_to_prior(self, prior_precision):
-        """``KL(q || N(0, diag(lam)^{-1}))`` to the Gaussian weight prior.
-
-        Parameters
-        ----------
-        prior_precision : float or Tensor of shape (D,)
-            The prior precision ``lam``: one number for every weight, or one per weight.
-
-        Returns
-        -------
-        kl : float
-            The Kullback-Leibler divergence from the posterior to the prior.
-        """
-        raise NotImplementedError
-
     @property
-    def mean(self):
+    def mean(self: PosteriorTensors) -> np.ndarray:
         """Posterior mean, flat, in ``module_.parameters()`` order."""
         return self.mean_t.detach().cpu().numpy().copy()
 
-    def is_finite(self):
+    def is_finite(self: PosteriorTensors) -> bool:
         """Whether every stored tensor is finite.
 
         Returns
@@ -169,11 +230,11 @@ class PosteriorMixin:
         return all(math.isfinite(float(t.sum())) for t in self._tensors())
 
     @property
-    def n_params(self):
+    def n_params(self: PosteriorTensors) -> int:
         """Number of parameters ``D`` of the network."""
         return int(self.mean_t.shape[0])
 
-    def variance(self):
+    def variance(self: PosteriorTensors) -> np.ndarray:
         """Marginal posterior variances.
 
         Returns
@@ -183,7 +244,9 @@ class PosteriorMixin:
         """
         return self.variance_t().detach().cpu().numpy()
 
-    def sample(self, n_samples=1, random_state=None):
+    def sample(
+        self: PosteriorTensors, n_samples: int = 1, random_state: int | np.random.RandomState | None = None
+    ) -> np.ndarray:
         """Draw weight vectors from the posterior.
 
         Parameters
@@ -203,7 +266,7 @@ class PosteriorMixin:
         with torch.no_grad():
             return self.sample_t(int(n_samples), generator=gen).cpu().numpy()
 
-    def _check_dense(self, max_size):
+    def _check_dense(self: PosteriorTensors, max_size: int) -> None:
         D = self.n_params
         if D > max_size:
             raise ValueError(
@@ -221,7 +284,7 @@ class PosteriorMixin:
                 "Use the structured factors, variance() or sample() instead."
             )
 
-    def precision(self, max_size=MAX_DENSE_SIZE):
+    def precision(self: _DenseSelf, max_size: int = MAX_DENSE_SIZE) -> np.ndarray:
         """Dense posterior precision matrix (small models only).
 
         Parameters
@@ -239,7 +302,7 @@ class PosteriorMixin:
         with torch.no_grad():
             return self.precision_t().cpu().numpy()
 
-    def covariance(self, max_size=MAX_DENSE_SIZE):
+    def covariance(self: _DenseSelf, max_size: int = MAX_DENSE_SIZE) -> np.ndarray:
         """Dense posterior covariance matrix (small models only).
 
         Parameters

@@ -4,9 +4,13 @@
 ``d``. The Vprop / Vadam estimators keep ``d = N s + lambda``.
 """
 
+from __future__ import annotations
+
 import math
 
+import numpy as np
 import torch
+from torch import Tensor
 
 from ._common import PosteriorMixin, is_scalar_precision, vector_prior_kl
 
@@ -33,17 +37,17 @@ class DiagonalGaussian(PosteriorMixin):
 
     family = "diagonal"
 
-    def __init__(self, mean, d):
+    def __init__(self, mean: Tensor, d: Tensor) -> None:
         self.mean_t = mean
         self.d_t = d
 
     @property
-    def d(self):
+    def d(self) -> np.ndarray:
         """Per-parameter precision, shape ``(D,)`` (a numpy copy)."""
         return self.d_t.detach().cpu().numpy().copy()
 
     # --- tensor routines -------------------------------------------------
-    def sample_t(self, n, generator=None, eps=None):
+    def sample_t(self, n: int, generator: torch.Generator | None = None, eps: Tensor | None = None) -> Tensor:
         """Weight samples ``mu + eps / sqrt(d)`` as a tensor.
 
         ``eps ~ N(0, I)`` are the same draws, for the same generator state, as
@@ -68,27 +72,27 @@ class DiagonalGaussian(PosteriorMixin):
             eps = torch.randn(int(n), mean.shape[0], generator=generator, dtype=mean.dtype, device=mean.device)
         return mean[None, :] + eps * torch.rsqrt(self.d_t)[None, :]
 
-    def variance_t(self):
+    def variance_t(self) -> Tensor:
         return 1.0 / self.d_t
 
-    def precision_t(self):
+    def precision_t(self) -> Tensor:
         return torch.diag(self.d_t)
 
-    def logdet_precision_t(self):
+    def logdet_precision_t(self) -> Tensor:
         return torch.log(self.d_t).sum()
 
-    def solve_t(self, x, shift=0.0):
+    def solve_t(self, x: Tensor, shift: float = 0.0) -> Tensor:
         d = self.d_t + shift if shift else self.d_t
         return x / d if x.dim() == 1 else x / d[:, None]
 
-    def kl_to_prior(self, prior_precision):
+    def kl_to_prior(self, prior_precision: float | Tensor) -> float:
         if not is_scalar_precision(prior_precision):
-            return vector_prior_kl(prior_precision, self.mean_t, 1.0 / self.d_t, torch.log(self.d_t).sum())
+            return vector_prior_kl(prior_precision, self.mean_t, 1.0 / self.d_t, torch.log(self.d_t).sum())  # type: ignore[arg-type]  # not scalar: a Tensor
         lam = float(prior_precision)
         D = self.mean_t.shape[0]
         tr = (1.0 / self.d_t).sum()
         quad = (self.mean_t * self.mean_t).sum()
         return float(0.5 * (lam * (tr + quad) - D + torch.log(self.d_t).sum() - D * math.log(lam)))
 
-    def _tensors(self):
+    def _tensors(self) -> tuple[Tensor, ...]:
         return (self.mean_t, self.d_t)

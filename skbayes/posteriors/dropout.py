@@ -8,7 +8,14 @@ seeded generator, and every row of a call sees the same ``S`` masked networks
 (deterministic, row-independent predictions).
 """
 
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 import torch
+from torch import Tensor
 
 from ._common import PosteriorMixin
 
@@ -45,18 +52,18 @@ class DropoutPosterior(PosteriorMixin):
 
     family = "dropout"
 
-    def __init__(self, mean, groups):
+    def __init__(self, mean: Tensor, groups: Sequence[tuple[str, int, int, int, float]]) -> None:
         self.mean_t = mean
         # (name, weight offset, out, in, rate) of every Linear layer whose inputs are dropped
         self.groups = [g for g in groups if g[4] > 0]
 
     @property
-    def masked_layers(self):
+    def masked_layers(self) -> list[dict[str, Any]]:
         """One dict per masked layer: ``name``, ``offset``, ``shape`` ``(out, in)``, ``rate``."""
         return [dict(name=n, offset=o, shape=(out, inp), rate=p) for n, o, out, inp, p in self.groups]
 
     # --- tensor routines -------------------------------------------------
-    def sample_t(self, n, generator=None):
+    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         mu = self.mean_t
         n = int(n)
         theta = mu.expand(n, mu.shape[0]).clone()
@@ -66,14 +73,14 @@ class DropoutPosterior(PosteriorMixin):
             W.mul_((keep / (1.0 - p))[:, None, :])
         return theta
 
-    def variance_t(self):
+    def variance_t(self) -> Tensor:
         v = torch.zeros_like(self.mean_t)
         for _, off, out, inp, p in self.groups:
             w = self.mean_t[off : off + out * inp]
             v[off : off + out * inp] = w * w * (p / (1.0 - p))
         return v
 
-    def covariance_t(self):
+    def covariance_t(self) -> Tensor:
         """Exact covariance of the masked weights as a tensor.
 
         Returns
@@ -91,7 +98,7 @@ class DropoutPosterior(PosteriorMixin):
                 C[ix[:, None], ix[None, :]] = torch.outer(W[:, j], W[:, j]) * (p / (1.0 - p))
         return C
 
-    def covariance(self, max_size=5000):
+    def covariance(self, max_size: int = 5000) -> np.ndarray:
         """Exact dense covariance of the masked weight vectors (small models only).
 
         Column ``j`` of a masked layer contributes ``W[:, j] W[:, j]^T p / (1 - p)``;
@@ -113,7 +120,7 @@ class DropoutPosterior(PosteriorMixin):
         with torch.no_grad():
             return self.covariance_t().cpu().numpy()
 
-    def precision(self, max_size=5000):
+    def precision(self, max_size: int = 5000) -> np.ndarray:
         """Not defined: raises ``NotImplementedError``.
 
         The masked-weight distribution is a discrete mixture of ``2^k`` masked
@@ -137,5 +144,5 @@ class DropoutPosterior(PosteriorMixin):
             "precision matrix. Use covariance(), variance() or sample() instead."
         )
 
-    def _tensors(self):
+    def _tensors(self) -> tuple[Tensor, ...]:
         return (self.mean_t,)

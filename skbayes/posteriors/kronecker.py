@@ -19,12 +19,17 @@ eigendecomposition is needed to fit (the eigenbasis is formed only when
 :attr:`KroneckerGaussian.factors` is read).
 """
 
-import math
+from __future__ import annotations
 
+import math
+from typing import Any
+
+import numpy as np
 import torch
+from torch import Tensor
 
 from .._linalg import sym_eig
-from .._networks import SharedOnCopy
+from .._networks import KronLayer, SharedOnCopy
 from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
@@ -45,7 +50,12 @@ class DampedFactor(SharedOnCopy):
         The damping added to its diagonal, ``> 0`` (0 is allowed when ``M`` is definite).
     """
 
-    def __init__(self, M, shift):
+    L: Tensor | None
+    # the eigendecomposition (n, n) and (n,): set exactly when L is None
+    Q: Any
+    lam: Any
+
+    def __init__(self, M: Tensor, shift: float) -> None:
         self.n = M.shape[0]
         Md = M.clone()  # the Cholesky factorisation reads the lower triangle only
         Md.diagonal().add_(float(shift))
@@ -56,32 +66,32 @@ class DampedFactor(SharedOnCopy):
             lam, Q = sym_eig(M)
             self.L, self.Q, self.lam = None, Q, lam + float(shift)
 
-    def tensors(self):
+    def tensors(self) -> list[Tensor]:
         return [self.L] if self.L is not None else [self.Q, self.lam]
 
-    def solve_left(self, V):
+    def solve_left(self, V: Tensor) -> Tensor:
         """``F^{-1} V`` for ``V`` of shape (n, k)."""
         if self.L is not None:
             return torch.cholesky_solve(V, self.L)
         return self.Q @ ((self.Q.T @ V) / self.lam[:, None])
 
-    def solve_right(self, V):
+    def solve_right(self, V: Tensor) -> Tensor:
         """``V F^{-1}`` for ``V`` of shape (k, n)."""
         return self.solve_left(V.T).T
 
-    def isqrt_left(self, X):
+    def isqrt_left(self, X: Tensor) -> Tensor:
         """``R X`` with ``R R^T = F^{-1}`` (``R = L^{-T}``), batched over leading dims of ``X`` (..., n, k)."""
         if self.L is not None:
             return torch.linalg.solve_triangular(self.L.T, X, upper=True)
         return self.Q @ (X * torch.rsqrt(self.lam)[:, None])
 
-    def isqrt_right(self, X):
+    def isqrt_right(self, X: Tensor) -> Tensor:
         """``X R^T`` with ``R R^T = F^{-1}`` (``R^T = L^{-1}``), batched over leading dims of ``X`` (..., k, n)."""
         if self.L is not None:
             return torch.linalg.solve_triangular(self.L, X, upper=False, left=False)
         return (X * torch.rsqrt(self.lam)[None, :]) @ self.Q.T
 
-    def diag_inverse(self):
+    def diag_inverse(self) -> Tensor:
         """``diag(F^{-1})`` (n,)."""
         if self.L is not None:
             eye = torch.eye(self.L.shape[0], dtype=self.L.dtype, device=self.L.device)
@@ -89,19 +99,19 @@ class DampedFactor(SharedOnCopy):
             return (Linv * Linv).sum(0)
         return (self.Q * self.Q) @ (1.0 / self.lam)
 
-    def logdet(self):
+    def logdet(self) -> Tensor:
         """``log det F``."""
         if self.L is not None:
             return 2.0 * torch.log(self.L.diagonal()).sum()
         return torch.log(self.lam).sum()
 
-    def dense(self, inverse=False):
+    def dense(self, inverse: bool = False) -> Tensor:
         """``F`` or ``F^{-1}`` as a dense matrix."""
         if self.L is not None:
             return torch.cholesky_inverse(self.L) if inverse else self.L @ self.L.T
         return (self.Q / self.lam) @ self.Q.T if inverse else (self.Q * self.lam) @ self.Q.T
 
-    def eig(self):
+    def eig(self) -> tuple[Tensor, Tensor]:
         """Eigenvalues (ascending) and eigenvectors of ``F``."""
         if self.L is not None:
             lam, Q = torch.linalg.eigh(self.L @ self.L.T)
@@ -112,13 +122,15 @@ class DampedFactor(SharedOnCopy):
 class KroneckerBlock(SharedOnCopy):
     """One layer's covariance ``c F_S^{-1} kron F_A^{-1}`` (noisy K-FAC)."""
 
-    def __init__(self, FA, FS, c):
+    _eig: tuple[Tensor, Tensor, Tensor] | None
+
+    def __init__(self, FA: DampedFactor, FS: DampedFactor, c: float) -> None:
         self.FA, self.FS, self.c, self._eig = FA, FS, float(c), None
 
-    def tensors(self):
+    def tensors(self) -> list[Tensor]:
         return self.FA.tensors() + self.FS.tensors()
 
-    def transform(self, X):
+    def transform(self, X: Tensor) -> Tensor:
         """Map standard normal ``X`` (k, n, p) to ``k`` draws of the centred block."""
         k, n, p = X.shape
         # The entries of X are i.i.d., so any layout of them is standard normal too: read
@@ -127,25 +139,25 @@ class KroneckerBlock(SharedOnCopy):
         Y = self.FA.isqrt_left(X.reshape(n, k * p)).reshape(n, k, p).transpose(0, 1).reshape(k * n, p)
         return (math.sqrt(self.c) * self.FS.isqrt_right(Y)).reshape(k, n, p)
 
-    def variance(self):
+    def variance(self) -> Tensor:
         return self.c * self.FA.diag_inverse()[:, None] * self.FS.diag_inverse()[None, :]
 
-    def apply(self, V):
+    def apply(self, V: Tensor) -> Tensor:
         """The block's covariance applied to matrices ``V`` (r, n, p): ``c F_A^{-1} V F_S^{-1}``."""
         r, n, p = V.shape
         Y = self.FA.solve_left(V.transpose(0, 1).reshape(n, r * p)).reshape(n, r, p).transpose(0, 1)
         return self.c * self.FS.solve_right(Y.reshape(r * n, p)).reshape(r, n, p)
 
-    def dense(self, inverse):
+    def dense(self, inverse: bool) -> Tensor:
         if inverse:
             return torch.kron(self.FS.dense(), self.FA.dense()) / self.c
         return self.c * torch.kron(self.FS.dense(inverse=True), self.FA.dense(inverse=True))
 
-    def logdet_covariance(self):
+    def logdet_covariance(self) -> Tensor:
         n, p = self.FA.n, self.FS.n
         return n * p * math.log(self.c) - p * self.FA.logdet() - n * self.FS.logdet()
 
-    def eig(self):
+    def eig(self) -> tuple[Tensor, Tensor, Tensor]:
         """``(Q_A, Q_S, s)``: the same covariance in its Kronecker eigenbasis (computed once)."""
         if self._eig is None:
             lamA, QA = self.FA.eig()
@@ -157,32 +169,32 @@ class KroneckerBlock(SharedOnCopy):
 class EigenBlock(SharedOnCopy):
     """One layer's covariance ``(Q_S kron Q_A) diag(vec s) (Q_S kron Q_A)^T`` (noisy EK-FAC)."""
 
-    def __init__(self, QA, QS, s):
+    def __init__(self, QA: Tensor, QS: Tensor, s: Tensor) -> None:
         self.QA, self.QS, self.s = QA, QS, s
 
-    def tensors(self):
+    def tensors(self) -> list[Tensor]:
         return [self.QA, self.QS, self.s]
 
-    def transform(self, X):
+    def transform(self, X: Tensor) -> Tensor:
         return self.QA @ (X * torch.sqrt(self.s)) @ self.QS.T
 
-    def variance(self):
+    def variance(self) -> Tensor:
         return (self.QA * self.QA) @ self.s @ (self.QS * self.QS).T
 
-    def apply(self, V):
+    def apply(self, V: Tensor) -> Tensor:
         """The block's covariance applied to matrices ``V`` (r, n, p)."""
         return self.QA @ ((self.QA.T @ V @ self.QS) * self.s) @ self.QS.T
 
-    def dense(self, inverse):
+    def dense(self, inverse: bool) -> Tensor:
         Q = torch.kron(self.QS, self.QA)
         v = self.s.T.reshape(-1)  # vec(s), column-major
         v = 1.0 / v if inverse else v
         return (Q * v) @ Q.T
 
-    def logdet_covariance(self):
+    def logdet_covariance(self) -> Tensor:
         return torch.log(self.s).sum()
 
-    def eig(self):
+    def eig(self) -> tuple[Tensor, Tensor, Tensor]:
         return self.QA, self.QS, self.s
 
 
@@ -213,13 +225,13 @@ class KroneckerGaussian(PosteriorMixin):
 
     family = "kronecker"
 
-    def __init__(self, mean, layers, blocks):
+    def __init__(self, mean: Tensor, layers: list[KronLayer], blocks: list[KroneckerBlock | EigenBlock]) -> None:
         self.mean_t = mean
         self.layers = layers
         self.blocks = blocks
 
     @property
-    def factors(self):
+    def factors(self) -> list[dict[str, Any]]:
         """Per-layer eigenbases and variances (numpy copies).
 
         For noisy K-FAC these are the eigendecompositions of its two damped factors,
@@ -238,26 +250,26 @@ class KroneckerGaussian(PosteriorMixin):
             )
         return out
 
-    def _tensors(self):
+    def _tensors(self) -> list[Tensor]:
         out = [self.mean_t]
         for b in self.blocks:
             out.extend(b.tensors())
         return out
 
-    def sample_t(self, n, generator=None):
+    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         noise = self.mean_t.new_zeros(n, self.mean_t.shape[0])
         for l, b in zip(self.layers, self.blocks):
             X = torch.randn(n, l.n, l.p, generator=generator, dtype=self.mean_t.dtype, device=self.mean_t.device)
             l.mat_to_flat(b.transform(X), noise)
         return self.mean_t[None] + noise
 
-    def variance_t(self):
+    def variance_t(self) -> Tensor:
         var = torch.zeros_like(self.mean_t)
         for l, b in zip(self.layers, self.blocks):
             l.mat_to_flat(b.variance(), var)
         return var
 
-    def covariance_apply_t(self, x):
+    def covariance_apply_t(self, x: Tensor) -> Tensor:
         vec = x.dim() == 1
         X = (x[:, None] if vec else x).T  # (r, D)
         out = torch.zeros_like(X)
@@ -265,7 +277,7 @@ class KroneckerGaussian(PosteriorMixin):
             l.mat_to_flat(b.apply(l.flat_to_mat(X)), out)
         return out[0] if vec else out.T
 
-    def _dense(self, inverse):
+    def _dense(self, inverse: bool) -> Tensor:
         D = self.mean_t.shape[0]
         out = torch.zeros(D, D, dtype=self.mean_t.dtype, device=self.mean_t.device)
         for l, b in zip(self.layers, self.blocks):
@@ -273,10 +285,10 @@ class KroneckerGaussian(PosteriorMixin):
             out[idx[:, None], idx[None, :]] = b.dense(inverse)
         return out
 
-    def precision_t(self):
+    def precision_t(self) -> Tensor:
         return self._dense(inverse=True)
 
-    def covariance(self, max_size=MAX_DENSE_SIZE):
+    def covariance(self, max_size: int = MAX_DENSE_SIZE) -> np.ndarray:
         """Dense posterior covariance matrix ``(D, D)`` (small models only).
 
         Parameters
@@ -293,7 +305,7 @@ class KroneckerGaussian(PosteriorMixin):
         with torch.no_grad():
             return self._dense(inverse=False).cpu().numpy()
 
-    def logdet_covariance_t(self):
+    def logdet_covariance_t(self) -> Tensor | float:
         """Log-determinant of the posterior covariance (the sum over layers' blocks).
 
         Returns
@@ -303,9 +315,9 @@ class KroneckerGaussian(PosteriorMixin):
         """
         return sum(b.logdet_covariance() for b in self.blocks)
 
-    def kl_to_prior(self, prior_precision):
+    def kl_to_prior(self, prior_precision: float | Tensor) -> float:
         if not is_scalar_precision(prior_precision):
-            return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), -self.logdet_covariance_t())
+            return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), -self.logdet_covariance_t())  # type: ignore[arg-type]  # not scalar: a Tensor
         eta = 1.0 / float(prior_precision)
         D = self.mean_t.shape[0]
         tr = self.variance_t().sum()

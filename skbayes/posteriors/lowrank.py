@@ -4,12 +4,20 @@
 mean-field (diagonal) Gaussian and ``rank >= D`` the full Gaussian.
 """
 
-import math
+from __future__ import annotations
 
+import math
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 import torch
+from torch import Tensor
 
 from .. import _linalg as linalg
 from ._common import PosteriorMixin, is_scalar_precision, vector_prior_kl
+
+if TYPE_CHECKING:
+    from .._curvature.per_example import CurvatureBatch
 
 
 class LowRankGaussian(PosteriorMixin):
@@ -40,11 +48,14 @@ class LowRankGaussian(PosteriorMixin):
 
     family = "lowrank"
 
-    def __init__(self, mean, U, d):
+    _aux: tuple[Tensor | None, Tensor | None] | None
+    _K: Tensor | None
+
+    def __init__(self, mean: Tensor, U: Tensor, d: Tensor) -> None:
         self.mean_t = mean
         self.set_factors(U, d)
 
-    def set_factors(self, U, d, scaled_gram=None):
+    def set_factors(self, U: Tensor, d: Tensor, scaled_gram: Tensor | None = None) -> None:
         """Replace ``(U, d)``; the small L x L quantities are recomputed lazily.
 
         The storage of the replaced ``U`` is kept as a spare (see :meth:`spare_factor`).
@@ -62,7 +73,7 @@ class LowRankGaussian(PosteriorMixin):
         self._spare = old.T if old is not None and old.T.is_contiguous() and old.shape[1] > 0 else None
         self._U, self._d, self._aux, self._K = U, d, None, scaled_gram
 
-    def spare_factor(self, L):
+    def spare_factor(self, L: int) -> Tensor | None:
         """A contiguous ``(L, D)`` buffer for the next factor, or None.
 
         The storage of the factor that the last :meth:`set_factors` replaced:
@@ -85,65 +96,65 @@ class LowRankGaussian(PosteriorMixin):
         self._spare = None
         return sp
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = self.__dict__.copy()
         state["_spare"] = None  # scratch memory: not part of the posterior (pickles, snapshots)
         return state
 
     @property
-    def U_t(self):
+    def U_t(self) -> Tensor:
         """Low-rank factor ``U`` (a tensor, not a copy)."""
         return self._U
 
     @property
-    def d_t(self):
+    def d_t(self) -> Tensor:
         """Diagonal part ``d`` (a tensor, not a copy)."""
         return self._d
 
-    def _small(self):
+    def _small(self) -> tuple[Tensor | None, Tensor | None]:
         """``(chol(I + U^T D^-1 U), M)``: one O(D L^2) pass shared by solve and sample."""
         if self._aux is None:
             if self.rank == 0:
                 self._aux = (None, None)
             else:
                 K = self._K if getattr(self, "_K", None) is not None else linalg.scaled_gram(self._U, self._d)
-                self._aux = (linalg.capacitance_cholesky(self._U, self._d, K=K), linalg.sqrt_inv_coeffs(K))
+                self._aux = (linalg.capacitance_cholesky(self._U, self._d, K=K), linalg.sqrt_inv_coeffs(K))  # type: ignore[arg-type]
         return self._aux
 
     @property
-    def rank(self):
+    def rank(self) -> int:
         """``L``, the number of columns of ``U``."""
         return self.U_t.shape[1]
 
     @property
-    def U(self):
+    def U(self) -> np.ndarray:
         """Low-rank factor of the precision, shape ``(D, L)`` (a numpy copy)."""
         return self.U_t.detach().cpu().numpy().copy()
 
     @property
-    def d(self):
+    def d(self) -> np.ndarray:
         """Diagonal part of the precision, shape ``(D,)`` (a numpy copy)."""
         return self.d_t.detach().cpu().numpy().copy()
 
     # --- tensor routines -------------------------------------------------
-    def sample_t(self, n, generator=None):
+    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
         return linalg.lowrank_sample(self.mean_t, self.U_t, self.d_t, n, generator=generator, M=self._small()[1])
 
-    def variance_t(self):
+    def variance_t(self) -> Tensor:
         return linalg.lowrank_variance(self.U_t, self.d_t, chol=self._small()[0])
 
-    def precision_t(self):
+    def precision_t(self) -> Tensor:
         return self.U_t @ self.U_t.T + torch.diag(self.d_t)
 
-    def logdet_precision_t(self):
+    def logdet_precision_t(self) -> Tensor:
         return linalg.lowrank_logdet(self.U_t, self.d_t, chol=self._small()[0])
 
-    def solve_t(self, x, shift=0.0):
+    def solve_t(self, x: Tensor, shift: float = 0.0) -> Tensor:
         if shift:  # the cached capacitance factor belongs to the unshifted precision
             return linalg.woodbury_solve(self.U_t, self.d_t + shift, x)
         return linalg.woodbury_solve(self.U_t, self.d_t, x, chol=self._small()[0])
 
-    def covariance_factors_t(self):
+    def covariance_factors_t(self) -> tuple[Tensor, Tensor]:
         """The covariance as a diagonal minus a low-rank part, ``diag(v) - Z Z^T``.
 
         By the Woodbury identity ``(U U^T + diag(d))^{-1} = diag(1/d) - Z Z^T`` with
@@ -163,9 +174,9 @@ class LowRankGaussian(PosteriorMixin):
         Z = torch.linalg.solve_triangular(chol, (self.U_t * v[:, None]).T, upper=False).T
         return v, Z
 
-    def kl_to_prior(self, prior_precision):
+    def kl_to_prior(self, prior_precision: float | Tensor) -> float:
         if not is_scalar_precision(prior_precision):
-            return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), self.logdet_precision_t())
+            return vector_prior_kl(prior_precision, self.mean_t, self.variance_t(), self.logdet_precision_t())  # type: ignore[arg-type]  # not scalar: a Tensor
         lam = float(prior_precision)
         D = self.mean_t.shape[0]
         tr = self.variance_t().sum()
@@ -173,11 +184,21 @@ class LowRankGaussian(PosteriorMixin):
         logdet_P = self.logdet_precision_t()
         return float(0.5 * (lam * (tr + quad) - D + logdet_P - D * math.log(lam)))
 
-    def _tensors(self):
+    def _tensors(self) -> tuple[Tensor, ...]:
         return (self.mean_t, self._U, self._d)
 
 
-def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache=None, out=None):
+def slang_precision_update(
+    U: Tensor,
+    d: Tensor,
+    curv: CurvatureBatch,
+    scale: float,
+    beta: float,
+    prior_precision: float | Tensor,
+    rank: int,
+    cache: dict[str, Any] | None = None,
+    out: Tensor | None = None,
+) -> tuple[Tensor, Tensor]:
     """One SLANG precision step (Algorithm 1, lines 7-11; App. D).
 
     The exact target is ``(1 - beta) (U U^T + diag d) + beta (scale * G^T G + lam I)``
@@ -199,13 +220,18 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
 
     Parameters
     ----------
-    U : Tensor (D, L_old)
-    d : Tensor (D,)
-    curv : curvature batch (see :mod:`skbayes._curvature`)
+    U : Tensor of shape (D, L_old)
+        The current low-rank factor.
+    d : Tensor of shape (D,)
+        The current diagonal part.
+    curv : CurvatureBatch
+        The minibatch's per-example gradients ``G`` (n, D) (see :mod:`skbayes._curvature`).
     scale : float
         ``N / (M S)``: ``scale * G^T G`` is the empirical Fisher estimate.
     beta : float
-    prior_precision : float
+        The precision step size.
+    prior_precision : float or Tensor of shape (D,)
+        The prior precision ``lam``.
     rank : int
         Target rank ``L`` (capped at ``D``).
     cache : dict, optional
@@ -214,15 +240,16 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
         saves two passes over ``U``. Filled in place with the new ``U``'s values,
         and with ``"scaled_gram"``: ``U_new^T diag(d_new)^{-1} U_new`` (for the
         posterior's Woodbury solves and sampler).
-    out : Tensor (L, D), optional
+    out : Tensor of shape (L, D), optional
         Contiguous buffer to build ``U_new^T`` in (must not share memory with ``U``).
 
     Returns
     -------
-    U_new : Tensor (D, min(rank, D))
+    U_new : Tensor of shape (D, min(rank, D))
         Stored as the transpose of a contiguous ``(L, D)`` tensor, so that
         each layer's block of every column is a contiguous ``(out, in)`` matrix.
-    d_new : Tensor (D,)
+    d_new : Tensor of shape (D,)
+        The new diagonal part.
     """
     D = d.shape[0]
     L = min(int(rank), D)
@@ -290,7 +317,7 @@ def slang_precision_update(U, d, curv, scale, beta, prior_precision, rank, cache
 _CHUNK = 32768
 
 
-def _row_sq(U):
+def _row_sq(U: Tensor) -> Tensor:
     """``(U * U).sum(1)`` for ``U`` (D, L) stored as the transpose of a (L, D) tensor."""
     if U.shape[1] == 0:
         return U.new_zeros(U.shape[0])
