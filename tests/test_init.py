@@ -196,3 +196,26 @@ def test_hidden_units_regress_on_local_minibatches_and_differ():
         assert len(set(rows)) == B and rows[0] in rows
         assert set(rows) == set(np.argsort(dist, kind="stable")[:B]) or dist[rows].max() == np.sort(dist)[B - 1]
         assert np.ptp(X[rows, 0]) < 0.5 * np.ptp(X[:, 0])
+
+
+def test_iblm_precision_sums_all_training_rows():
+    # i-BLM's diagonal precision of a weight on input feature k is lam + sum_i x_ik^2 / v over
+    # all N rows (one noise level v for regression), also for a feature that is nonzero on
+    # only 3 of 2000 rows, which a 128-row minibatch misses (it then kept the prior variance)
+    from skbayes import VOGNRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(2000, 4)
+    X[:, 0] = 0.0
+    X[[5, 700, 1500], 0] = 3.0
+    y = X @ np.array([0.5, 1.0, -1.0, 0.3]) + 0.1 * rng.randn(2000)
+    X_in = X.copy()
+    reg = VOGNRegressor(
+        hidden_layer_sizes=(), learning_rate=1e-12, beta=1e-12, max_iter=1, batch_size=2000, random_state=0
+    ).fit(X, y)
+    np.testing.assert_array_equal(X, X_in)
+    d = reg.posterior_.d  # (weights of the 4 features, bias)
+    col_sq = np.r_[(X * X).sum(0), len(X)]
+    ratio = (d - 1.0) / col_sq  # 1 / v, the same for every weight
+    np.testing.assert_allclose(ratio, ratio[1], rtol=1e-6)
+    assert d[0] > 1.0 + 0.5 * col_sq[0] * ratio[1]  # far from the prior precision 1
