@@ -198,24 +198,22 @@ def test_hidden_units_regress_on_local_minibatches_and_differ():
         assert np.ptp(X[rows, 0]) < 0.5 * np.ptp(X[:, 0])
 
 
-def test_iblm_precision_sums_all_training_rows():
-    # i-BLM's diagonal precision of a weight on input feature k is lam + sum_i x_ik^2 / v over
-    # all N rows (one noise level v for regression), also for a feature that is nonzero on
-    # only 3 of 2000 rows, which a 128-row minibatch misses (it then kept the prior variance)
-    from skbayes import VOGNRegressor
+def test_iblm_undetermined_weight_starts_at_prior_plus_n():
+    # i-BLM's data part of the precision is rescaled from B regression rows to N; a weight
+    # with no data part (its input is zero on every regression row: out of a ReLU unit dead
+    # at the mean network) starts at prior + N, as init='default', not at the prior
+    from skbayes._init import initial_precision
 
-    rng = np.random.RandomState(0)
-    X = rng.randn(2000, 4)
-    X[:, 0] = 0.0
-    X[[5, 700, 1500], 0] = 3.0
-    y = X @ np.array([0.5, 1.0, -1.0, 0.3]) + 0.1 * rng.randn(2000)
-    X_in = X.copy()
-    reg = VOGNRegressor(
-        hidden_layer_sizes=(), learning_rate=1e-12, beta=1e-12, max_iter=1, batch_size=2000, random_state=0
-    ).fit(X, y)
-    np.testing.assert_array_equal(X, X_in)
-    d = reg.posterior_.d  # (weights of the 4 features, bias)
-    col_sq = np.r_[(X * X).sum(0), len(X)]
-    ratio = (d - 1.0) / col_sq  # 1 / v, the same for every weight
-    np.testing.assert_allclose(ratio, ratio[1], rtol=1e-6)
-    assert d[0] > 1.0 + 0.5 * col_sq[0] * ratio[1]  # far from the prior precision 1
+    lam, N, B = 2.0, 1000, 100
+    var = torch.tensor([1.0 / lam, 1.0 / (lam + 50.0), 1.0 / (lam + 0.5)], dtype=torch.float64)
+    var_in = var.clone()
+    p = initial_precision(var, lam, N, "iblm", B)
+    torch.testing.assert_close(var, var_in, rtol=0, atol=0)
+    eps = torch.finfo(torch.float64).eps
+    torch.testing.assert_close(
+        p.total,
+        torch.tensor([lam + N, lam + 50.0 * N / B, lam + 0.5 * N / B], dtype=torch.float64),
+        rtol=10 * eps,
+        atol=0,
+    )
+    torch.testing.assert_close(p.per_example, (p.total - lam) / N, rtol=10 * eps, atol=0)

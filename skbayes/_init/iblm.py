@@ -79,41 +79,6 @@ def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
     return torch.cat(out, 0)
 
 
-def _squared_inputs(module, layout, layer, mean, X, Vt, weights, K, B):
-    """``sum_i x_i^2 / v_ic`` over all training rows, rescaled to ``B`` rows: (K, n).
-
-    The data part of the diagonal precision of a weight on input feature ``k`` of
-    a unit regressing on target column ``c`` is ``sum_i x_ik^2 / v_ic`` over the
-    ``N`` training rows (``x_i`` the layer's input at the mean network, summed
-    over a conv layer's patches; ``v_ic`` the row's noise variance, 1 here for
-    regression, whose single noise level the caller divides by). Summing all rows
-    instead of extrapolating a minibatch of ``B`` rows by ``N / B`` matters for
-    sparse features (border pixels, ReLU units active on few rows): a minibatch
-    that misses them leaves their weights at the prior variance, and posterior
-    samples put that variance on every row where the feature is active. The sum
-    is returned per ``B`` rows because :func:`skbayes._init.initial_precision`
-    rescales i-BLM's data part by ``N / B``. Rows are processed in chunks.
-    """
-    N = X.shape[0]
-    S = None
-    chunk = 256
-    c0 = 0
-    while c0 < N:
-        c1 = min(c0 + chunk, N)
-        A = layer.patches(layer_input(module, layout, layer, mean, X[c0:c1]))  # (b, T, n)
-        A2 = (A * A).sum(1)  # (b, n)
-        if Vt is None:
-            coef = A2.new_ones(c1 - c0, K)
-        else:
-            coef = 1.0 / Vt[c0:c1].to(A2.dtype)
-        if weights is not None:
-            coef = coef * weights[c0:c1, None].to(A2.dtype)
-        S = coef.T @ A2 if S is None else S.addmm_(coef.T, A2)
-        c0 = c1
-        chunk = max(1, (1 << 22) // max(1, A.shape[1] * A.shape[2]))
-    return S * (min(B, N) / N)
-
-
 def iblm(
     forward,
     X,
@@ -208,10 +173,14 @@ def iblm(
         local_rows = li < len(layers) - 1 and local
         if local_rows:
             idx = _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen)
+            rows_g = torch.randperm(N, generator=gen, device=X.device)[:B]
+            Ag = layer.patches(layer_input(module, layout, layer, mean, X[rows_g]))  # (B, T, n)
+            Aglob_sq = (Ag * Ag).reshape(-1, layer.n)
+            Vglob = None if Vt is None else Vt[rows_g].repeat_interleave(Ag.shape[1], 0)
+            Wglob = None if weights is None else weights[rows_g].repeat_interleave(Ag.shape[1], 0)
         else:
             idx = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:B] for _ in range(n_groups)])
         v_layer = None
-        S_all = None
         W = torch.empty(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
         Pd = torch.empty_like(W)
         # Groups share one forward pass at the mean; process as many at once as
@@ -253,11 +222,13 @@ def iblm(
                 m, pd = blr_solve(Xb, yb, prior_precision, vb)
             else:
                 m, pd = blr_solve(Xb, yb, prior_precision, vb, weights=Wg[gi])
-            if local:
-                # the mean from the regression, the precision from all training rows
-                if S_all is None:
-                    S_all = _squared_inputs(module, layout, layer, mean, X, Vt, weights, K, B)
-                pd = prior_precision + (S_all[ci] if Vt is not None else S_all[ci] / float(v_layer))
+            if local_rows:
+                # the mean from the local regression, the precision from the global minibatch
+                vg = v_layer if Vt is None else Vglob[:, ci].T  # (units, B T)
+                prec = 1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])
+                if Wglob is not None:
+                    prec = prec * Wglob
+                pd = prior_precision + prec @ Aglob_sq
             W[:, units[0] : units[-1] + 1] = m.T
             Pd[:, units[0] : units[-1] + 1] = pd.T
         layer.mat_to_flat(W, mean)
