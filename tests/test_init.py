@@ -196,3 +196,24 @@ def test_hidden_units_regress_on_local_minibatches_and_differ():
         assert len(set(rows)) == B and rows[0] in rows
         assert set(rows) == set(np.argsort(dist, kind="stable")[:B]) or dist[rows].max() == np.sort(dist)[B - 1]
         assert np.ptp(X[rows, 0]) < 0.5 * np.ptp(X[:, 0])
+
+
+def test_iblm_undetermined_weight_starts_at_prior_plus_n():
+    # i-BLM's data part of the precision is rescaled from B regression rows to N; a weight
+    # with no data part (its input is zero on every regression row: out of a ReLU unit dead
+    # at the mean network) starts at prior + N, as init='default', not at the prior
+    from skbayes._init import initial_precision
+
+    lam, N, B = 2.0, 1000, 100
+    var = torch.tensor([1.0 / lam, 1.0 / (lam + 50.0), 1.0 / (lam + 0.5)], dtype=torch.float64)
+    var_in = var.clone()
+    p = initial_precision(var, lam, N, "iblm", B)
+    torch.testing.assert_close(var, var_in, rtol=0, atol=0)
+    eps = torch.finfo(torch.float64).eps
+    torch.testing.assert_close(
+        p.total,
+        torch.tensor([lam + N, lam + 50.0 * N / B, lam + 0.5 * N / B], dtype=torch.float64),
+        rtol=10 * eps,
+        atol=0,
+    )
+    torch.testing.assert_close(p.per_example, (p.total - lam) / N, rtol=10 * eps, atol=0)

@@ -154,5 +154,10 @@ def initial_precision(var, prior_precision, n_train, kind, batch_size):
     data = (1.0 / var - lam).clamp_min(0.0)
     if kind in ("iblm", "iblm_random"):
         B = min(int(batch_size), n_train)
+        # a weight whose input is zero on every regression row (a ReLU unit dead at the
+        # mean network) is not determined by the regressions: it starts as under
+        # init='default', one unit of curvature per example, not at the prior
+        # variance, which posterior samples that revive the unit would put on every row
+        data = torch.where(data > 0, data, torch.full_like(data, float(B)))
         return InitialPrecision(total=lam + data * (n_train / B), per_example=data / B)
     return InitialPrecision(total=1.0 / var, per_example=data / n_train)
