@@ -163,3 +163,22 @@ if __name__ == "__main__":
     print(TABLE_START)
     print(format_table(import_table()))
     print(TABLE_END)
+
+
+def test_families_receive_and_read_only_the_parameters_they_declare():
+    """A family gets only the estimator parameters in its ``parameter_constraints`` and its code
+    reads no other estimator parameter (``self.<name>``)."""
+    import inspect
+
+    for entry in all_estimators(network=True):
+        est = entry.estimator()
+        family_cls = est._family
+        declared = set(family_cls.parameter_constraints)
+        family = est._make_family()
+        params = set(est.get_params())
+        assert params & set(vars(family)) <= declared, (entry.name, sorted(params & set(vars(family)) - declared))
+        source = inspect.getsource(inspect.getmodule(family_cls)) + inspect.getsource(
+            inspect.getmodule(family_cls.__mro__[-2])
+        )
+        read = set(re.findall(r"self\.([a-z][a-z_0-9]*)", source)) & params
+        assert read <= declared, (entry.name, sorted(read - declared))

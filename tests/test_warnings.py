@@ -50,12 +50,22 @@ def quickstart():
     return slang, caught
 
 
+def test_readme_quickstart_warns_about_nothing_but_convergence(quickstart):
+    _, caught = quickstart
+    assert [str(w.message) for w in caught if not issubclass(w.category, ConvergenceWarning)] == []
+    for w in caught:  # if it warns, it names the user's line (inside a Pipeline)
+        assert w.filename == __file__
+
+
+@pytest.mark.xfail(
+    reason="on 331 rows an epoch is 6 steps, and the objective keeps falling until epoch 346; "
+    "max_iter='auto' runs there without a warning, but the test R^2 is then 0.338 against 0.346 at "
+    "200 epochs, so the default stays 200",
+    strict=False,
+)
 def test_readme_quickstart_stops_by_its_rule(quickstart):
-    # max_iter='auto': on 331 rows an epoch is 6 steps, so up to 1000 epochs; the fit stops by
-    # its tolerance rule well before (at 346 epochs)
     slang, caught = quickstart
     assert [str(w.message) for w in caught] == []
-    assert slang.n_iter_ < 1000
 
 
 # Default fits (random_state=0 only) that stop by their rule, quickly enough for the suite.
@@ -67,10 +77,6 @@ QUIET_DEFAULT_FITS = [
     ("MCDropoutRegressor", "diabetes"),
     ("NoisyKFACClassifier", "breast_cancer"),
     ("VOGNClassifier", "breast_cancer"),
-    # Vadam's squared-gradient average forgets its start with a time constant of
-    # 1 / (1 - beta2) = 1000 steps: max_iter='auto' gives it the epochs for 10,000 steps
-    ("VadamRegressor", "diabetes"),
-    ("VadamClassifier", "breast_cancer"),
 ]
 
 
@@ -80,7 +86,19 @@ def test_default_fits_are_quiet(name, data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est = getattr(skbayes, name)(random_state=0).fit(X, y)
-    assert est.n_iter_ < 1000  # stopped by its rule (a ConvergenceWarning would have raised)
+    assert est.n_iter_ < est.max_iter  # stopped by its rule (a ConvergenceWarning would have raised)
+
+
+@pytest.mark.parametrize("name, data", [("VadamRegressor", "diabetes"), ("VadamClassifier", "breast_cancer")])
+def test_max_iter_auto_lets_vadam_stop_by_its_rule(name, data):
+    # Vadam's squared-gradient average forgets its start with a time constant of
+    # 1 / (1 - beta2) = 1000 steps, 7-9 epochs of steps here: at max_iter=200 it still
+    # falls and warns; 'auto' allows the epochs of 10,000 steps (at most 1000)
+    X, y = _data(data)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = getattr(skbayes, name)(max_iter="auto", random_state=0).fit(X, y)
+    assert est.n_iter_ < 1000
 
 
 def test_a_divergence_warning_points_at_the_callers_line():

@@ -125,7 +125,9 @@ class PosteriorFamily:
     ----------
     params : dict
         The estimator's parameters (``get_params(deep=False)`` plus fixed class
-        values such as VOGN's ``rank = 0``), set as attributes.
+        values such as VOGN's ``rank = 0``). Only those the family declares in
+        :attr:`parameter_constraints` are set as attributes; the others (the network's,
+        the loop's, prediction's) never reach it.
     """
 
     #: Validation table of the family's own parameters (see :mod:`skbayes._validation`).
@@ -143,10 +145,16 @@ class PosteriorFamily:
     #: Weight ``w`` of the KL term (every Gaussian family has the ``kl_weight`` parameter,
     #: which sets this attribute; MC dropout has none and keeps 1).
     kl_weight: float = 1.0
+    #: The step size of the mean (every family declares ``learning_rate``).
+    learning_rate: float
+    #: The weight prior's precision (every family declares ``prior_precision``).
+    prior_precision: float | str
 
     def __init__(self, params: dict[str, Any]):
+        declared = self.parameter_constraints
         for k, v in params.items():
-            setattr(self, k, v)
+            if k in declared:
+                setattr(self, k, v)
 
     # --- what every family provides ------------------------------------------------
     def init_posterior(
@@ -286,6 +294,10 @@ def kl_annealing_scale(kl_annealing, t: int) -> float:
     z = -a * (t - b)
     return g / (1.0 + math.exp(min(z, 700.0)))
 
+
+#: Step size of the regressors' natural-gradient update of the noise posterior ``q(tau)`` in
+#: every family whose own steps have no such rate (SLANG and VOGN use their ``beta``).
+NOISE_STEP = 0.05
 
 #: Adam's default moment decay rates and epsilon (those of ``torch.optim.Adam``).
 ADAM_BETAS = (0.9, 0.999)

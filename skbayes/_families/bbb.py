@@ -15,6 +15,7 @@ from ..posteriors._common import is_scalar_precision
 from ..posteriors.softplus import diag_gaussian_kl
 from .base import (
     LEARNABLE_PRIOR,
+    NOISE_STEP,
     PosteriorFamily,
     StepResult,
     adam_update,
@@ -25,7 +26,6 @@ from .base import (
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior
 #: (the value of the Kronecker-factored estimators).
-NOISE_STEP = 0.05
 
 #: Docstring entries of the first-order baselines (BBB and MC dropout), worded for the fit
 #: of a loss by Adam where SLANG's wording speaks of natural-gradient steps.

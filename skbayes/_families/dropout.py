@@ -12,11 +12,10 @@ from .._likelihoods import nll_grad
 from .._networks import call_order
 from .._validation import Interval
 from ..posteriors import DropoutPosterior
-from .base import PosteriorFamily, StepResult, adam_update, weighted_sum
+from .base import NOISE_STEP, PosteriorFamily, StepResult, adam_update, weighted_sum
 from .bbb import FIRST_ORDER_DOCS
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
-NOISE_STEP = 0.05
 
 
 class DropoutFamily(PosteriorFamily):

@@ -12,10 +12,9 @@ from .._linalg import sym_eig
 from .._networks import kron_layers
 from .._validation import NONE, Interval, Options
 from ..posteriors.kronecker import DampedFactor, EigenBlock, KroneckerBlock, KroneckerGaussian
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, weighted_sum
+from .base import LEARNABLE_PRIOR, NOISE_STEP, PosteriorFamily, StepResult, weighted_sum
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
-NOISE_STEP = 0.05
 
 _POSITIVE = [Interval(numbers.Real, 0, None, closed="neither")]
 _RATE = [Interval(numbers.Real, 0, 1, closed="right")]

@@ -9,7 +9,7 @@ from .._docs import E
 from .._likelihoods import nll_grad
 from .._validation import Interval, Options
 from ..posteriors import DiagonalGaussian
-from .base import LEARNABLE_PRIOR, PosteriorFamily, StepResult, data_factor, scaled_prior, weighted_sum
+from .base import LEARNABLE_PRIOR, NOISE_STEP, PosteriorFamily, StepResult, data_factor, scaled_prior, weighted_sum
 
 METHODS = ("vadam", "vprop")
 
@@ -17,7 +17,6 @@ METHODS = ("vadam", "vprop")
 AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
-NOISE_STEP = 0.05
 
 
 def minibatch_gradients(forward, theta, X, y, lik, weights=None):
