@@ -625,6 +625,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
 
     def __init__(
         self,
+        *,
         alpha: float = 1.0,
         noise_precision: float | str = "auto",
         fit_intercept: bool = True,
