@@ -1146,6 +1146,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         return self._fit(X, y, incremental=True, sample_weight=sample_weight, n_samples_total=n_samples_total)
 
     def _moments(self, X):
+        check_is_fitted(self, "posterior_")
         if self._uses_glm():
             mean, cov = self._glm_moments(X)
             var = torch.diagonal(cov, dim1=-2, dim2=-1).double().clamp_min(0.0)

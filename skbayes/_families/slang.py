@@ -144,7 +144,11 @@ class SLANGFamily(PosteriorFamily):
         D = n_params(layers)
         L = min(int(self.rank), D)
         n = int(mc_samples) * int(batch_size)
-        step = 3 * D * (L + n) + 2 * (L + n) ** 2 + (0 if dense else n * D) + 2 * int(mc_samples) * D
+        m = L + n
+        # the update's eigenproblem is the smaller of D x D (W W^T, when D <= L + S M) and
+        # (L + S M) x (L + S M) (the Gram matrix); see slang_precision_update
+        eig = 2 * D * D if D <= m else 2 * m * m
+        step = 3 * D * m + eig + (0 if dense else n * D) + 2 * int(mc_samples) * D
         return [
             MemoryPart(
                 (3 + 2 * L) * D * itemsize, f"the posterior (rank {L}, {D} weights)", "rank or hidden_layer_sizes"
