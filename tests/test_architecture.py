@@ -25,24 +25,9 @@ def _module_name(path):
 
 
 def _imports(path):
-    """Absolute names of the skbayes modules a file imports."""
-    mod = _module_name(path)
-    package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
-    out = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = package.split(".")
-                base = base[: len(base) - node.level + 1]
-                target = ".".join(base + ([node.module] if node.module else []))
-            else:
-                target = node.module or ""
-            if target.startswith("skbayes"):
-                out.add(target)
-                out.update(f"{target}.{a.name}" for a in node.names)
-        elif isinstance(node, ast.Import):
-            out.update(a.name for a in node.names if a.name.startswith("skbayes"))
-    return out
+    """Absolute names of the skbayes modules a file imports (and of the names it imports
+    from them, which may be submodules), annotation-only imports included."""
+    return _collect_imports(path, runtime_only=False)
 
 
 MODULES = {_module_name(p): p for p in ROOT.rglob("*.py")}
@@ -98,16 +83,20 @@ TABLE_END = "<!-- end of imports table -->"
 
 
 def _runtime_imports(path):
-    """Absolute names of the skbayes modules a file imports at run time: like :func:`_imports`,
-    without the imports under ``if TYPE_CHECKING:`` (annotations only); ``from . import x``
-    counts as an import of ``x``."""
+    """Absolute names of the skbayes modules a file imports at run time: without the imports
+    under ``if TYPE_CHECKING:`` (annotations only); ``from . import x`` counts as an import of ``x``."""
+    return _collect_imports(path, runtime_only=True)
+
+
+def _collect_imports(path, runtime_only):
     mod = _module_name(path)
     package = mod if path.name == "__init__.py" else mod.rsplit(".", 1)[0]
     tree = ast.parse(path.read_text())
     skip = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
+    if runtime_only:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+                skip.update(id(n) for stmt in node.body for n in ast.walk(stmt))
     out = set()
     for node in ast.walk(tree):
         if id(node) in skip:
@@ -119,11 +108,15 @@ def _runtime_imports(path):
                 target = ".".join(base + ([node.module] if node.module else []))
             else:
                 target = node.module or ""
-            if target.startswith("skbayes"):
-                if node.module is None:  # from . import x, y
-                    out.update(f"{target}.{a.name}" for a in node.names)
-                else:
-                    out.add(target)
+            if not target.startswith("skbayes"):
+                continue
+            if not runtime_only:
+                out.add(target)
+                out.update(f"{target}.{a.name}" for a in node.names)
+            elif node.module is None:  # from . import x, y
+                out.update(f"{target}.{a.name}" for a in node.names)
+            else:
+                out.add(target)
         elif isinstance(node, ast.Import):
             out.update(a.name for a in node.names if a.name.startswith("skbayes"))
     return out
