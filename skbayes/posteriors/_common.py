@@ -208,7 +208,7 @@ class PosteriorMixin:
         Returns
         -------
         y : Tensor of the shape of ``x``
-            ``Sigma x`` (``P^{-1} x`` by default, through :meth:`solve_t`).
+            ``Sigma x`` (``P^{-1} x`` by default, through ``solve_t``).
         """
         return self.solve_t(x)
 
