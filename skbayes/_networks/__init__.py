@@ -1,0 +1,31 @@
+"""Networks: the MLP built from ``hidden_layer_sizes``, user modules, the flat
+parameter vector <-> module views, the forward path (network + parameter vector ->
+outputs) used by every family and by prediction, and the per-layer geometry of
+``Linear`` / ``Conv2d`` layers that the Kronecker families and i-BLM work with.
+
+The package is split by job: :mod:`.build` (the MLP and user modules), :mod:`.layout` (the
+flat parameter vector), :mod:`.dense` (the batched dense engine and its backward pass),
+:mod:`.forward` (the forward wrapper) and :mod:`.geometry` (layer order and Kronecker
+layer geometry).
+"""
+
+from .build import ACTIVATIONS, build_mlp, init_layers, make_module
+from .dense import DenseSpec
+from .forward import NetworkForward
+from .geometry import KronLayer, SharedOnCopy, call_order, kron_layers, ordered_layers
+from .layout import ParamLayout
+
+__all__ = [
+    "ACTIVATIONS",
+    "DenseSpec",
+    "KronLayer",
+    "NetworkForward",
+    "ParamLayout",
+    "SharedOnCopy",
+    "build_mlp",
+    "call_order",
+    "init_layers",
+    "kron_layers",
+    "make_module",
+    "ordered_layers",
+]

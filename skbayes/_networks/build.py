@@ -1,0 +1,108 @@
+"""The networks the estimators build: the MLP of ``hidden_layer_sizes`` and ``activation``
+(on the meta device, initialised from the fit's generator with PyTorch's default scheme), and
+the module of a user's ``module=``."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import torch
+from torch import nn
+
+ACTIVATIONS = {
+    "relu": nn.ReLU,
+    "tanh": nn.Tanh,
+    "logistic": nn.Sigmoid,
+    "sigmoid": nn.Sigmoid,
+    "identity": nn.Identity,
+    "elu": nn.ELU,
+    "gelu": nn.GELU,
+    "softplus": nn.Softplus,
+    "leaky_relu": nn.LeakyReLU,
+}
+
+
+def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu", *, generator=None, dtype=None):
+    """A fully connected network ``n_in -> hidden... -> n_out`` (no final activation).
+
+    With a ``generator`` the layers are built without drawing from torch's global
+    random state (on the meta device) and then initialised from ``generator`` by
+    :func:`init_layers` with PyTorch's own scheme, on the CPU in ``dtype`` (default:
+    torch's default dtype): the weights depend on the generator only. Without one,
+    ``nn.Linear`` initialises itself from the global random state.
+    """
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"activation={activation!r} is not supported; choose one of {sorted(ACTIVATIONS)}.")
+    kw = {} if generator is None else {"device": "meta", "dtype": dtype}
+    layers = []
+    prev = n_in
+    for h in hidden_layer_sizes:
+        layers.append(nn.Linear(prev, int(h), **kw))
+        layers.append(ACTIVATIONS[activation]())
+        prev = int(h)
+    layers.append(nn.Linear(prev, n_out, **kw))
+    net = nn.Sequential(*layers)
+    if generator is not None:
+        net = net.to_empty(device="cpu")
+        init_layers(net, generator)
+    return net
+
+
+#: Layers whose ``reset_parameters`` is PyTorch's default scheme, which
+#: :func:`init_layers` reproduces from a generator.
+_KAIMING_LAYERS = (nn.Linear, nn.modules.conv._ConvNd)
+
+
+def init_layers(module, generator):
+    """Initialise every ``nn.Linear`` and convolution layer of ``module`` in place from
+    ``generator``, by PyTorch's default scheme (``reset_parameters``: Kaiming-uniform
+    weights with ``a = sqrt(5)``, i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, and biases
+    on the same bound), layer by layer in ``module.modules()`` order, weight before bias.
+
+    This is what constructing the layers under ``torch.manual_seed(s)`` gives, drawn
+    from ``generator`` (seeded with ``s``) instead of torch's global random state.
+    Other layers are left as they are.
+    """
+    with torch.no_grad():
+        for m in module.modules():
+            if not isinstance(m, _KAIMING_LAYERS):
+                continue
+            w = m.weight
+            if w.is_contiguous() and w.device == generator.device:
+                nn.init.kaiming_uniform_(w, a=math.sqrt(5), generator=generator)
+            else:  # as _ConvNd.reset_parameters: draw into a contiguous buffer (on the generator's device)
+                tmp = torch.empty(w.shape, dtype=w.dtype, device=generator.device)
+                nn.init.kaiming_uniform_(tmp, a=math.sqrt(5), generator=generator)
+                w.copy_(tmp)
+            if m.bias is not None:
+                fan_in, _ = nn.init._calculate_fan_in_and_fan_out(w)
+                bound = 1 / math.sqrt(fan_in) if fan_in > 0 else 0
+                b = m.bias if m.bias.device == generator.device else torch.empty_like(m.bias, device=generator.device)
+                nn.init.uniform_(b, -bound, bound, generator=generator)
+                if b is not m.bias:
+                    m.bias.copy_(b)
+    return module
+
+
+def make_module(module, n_in, n_out):
+    """Instantiate the user's ``module`` parameter.
+
+    ``module`` is either a callable ``module(n_features_in, n_outputs)`` returning
+    a :class:`torch.nn.Module` (a class or a function), or a ready module instance,
+    which is deep-copied so that the user's object is never modified.
+    """
+    if isinstance(module, nn.Module):
+        net = copy.deepcopy(module)
+    elif callable(module):
+        net = module(n_in, n_out)
+    else:
+        raise TypeError(
+            "module must be a torch.nn.Module or a callable (n_features_in, n_outputs) -> Module, "
+            f"got {type(module).__name__}."
+        )
+    if not isinstance(net, nn.Module):
+        raise TypeError(f"module(...) must return a torch.nn.Module, got {type(net).__name__}.")
+    if not any(p.requires_grad for p in net.parameters()):
+        raise ValueError("module has no trainable parameters.")
+    return net

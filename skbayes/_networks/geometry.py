@@ -1,0 +1,164 @@
+"""Layer geometry: the order in which a module calls its layers, and the per-layer view of
+``Linear`` / ``Conv2d`` layers (inputs as patches, output gradients, weight and bias offsets)
+that the Kronecker families and i-BLM work with."""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from ..exceptions import UnsupportedLayerError
+
+
+def call_order(module, X_probe):
+    """Names of the submodules holding trainable parameters, in the order a forward pass
+    on ``X_probe`` calls them (each once; the module is not modified)."""
+    probe = copy.deepcopy(module)  # a forward pass may touch buffers (e.g. batch-norm statistics)
+    order, hooks = [], []
+    for name, m in probe.named_modules():
+        if any(p.requires_grad for p in m.parameters(recurse=False)):
+            hooks.append(m.register_forward_pre_hook(lambda mod, args, name=name: order.append(name)))
+    try:
+        with torch.no_grad():
+            probe(X_probe)
+    finally:
+        for h in hooks:
+            h.remove()
+    seen = []
+    for name in order:
+        if name not in seen:
+            seen.append(name)
+    return seen
+
+
+# --- per-layer geometry of Linear / Conv2d layers ------------------------------------
+#
+# Each ``nn.Linear`` / ``nn.Conv2d`` layer ``l`` is a block; the bias is folded in
+# as a homogeneous coordinate. A layer's weights form the matrix ``W`` of shape
+# ``(n, p)``: ``n = n_in (+1)`` inputs (for a conv layer ``n_in = C kh kw``
+# patch entries), ``p`` outputs, ``W[:n_in] = weight.reshape(p, n_in).T`` and
+# ``W[n_in] = bias``. ``vec`` stacks the columns of ``W`` (index ``j * n + i``).
+
+
+class SharedOnCopy:
+    """Base of value objects that are never modified once built (a refresh replaces them;
+    at most caches of derived quantities are added): copies, deep ones included (the fit
+    loop snapshots the posterior and the family state every epoch), share the object
+    instead of duplicating its tensors and modules."""
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+
+class KronLayer(SharedOnCopy):
+    """Where one Linear/Conv2d layer lives in the network and in the flat vector.
+
+    Read-only geometry, shared by copies together with its ``module``. A step rebinds
+    layers whose module is not the one its network calls (see
+    :meth:`~skbayes._families.kronecker.KFACFamily.step`).
+    """
+
+    def __init__(self, name, module, w_off, b_off):
+        self.name = name
+        self.module = module
+        self.is_conv = isinstance(module, nn.Conv2d)
+        self.p = module.weight.shape[0]
+        self.n_in = module.weight[0].numel()
+        self.has_bias = module.bias is not None
+        self.n = self.n_in + int(self.has_bias)
+        self.w_off, self.b_off = w_off, b_off
+
+    def flat_to_mat(self, theta):
+        """``(..., D)`` flat vectors -> ``(..., n, p)`` weight matrices."""
+        lead = theta.shape[:-1]
+        w = theta[..., self.w_off : self.w_off + self.p * self.n_in].reshape(*lead, self.p, self.n_in)
+        W = w.transpose(-1, -2)
+        if self.has_bias:
+            b = theta[..., self.b_off : self.b_off + self.p].reshape(*lead, 1, self.p)
+            W = torch.cat([W, b], dim=-2)
+        return W
+
+    def mat_to_flat(self, W, out):
+        """Write ``(..., n, p)`` matrices into the flat vectors ``out`` (..., D)."""
+        lead = W.shape[:-2]
+        out[..., self.w_off : self.w_off + self.p * self.n_in] = (
+            W[..., : self.n_in, :].transpose(-1, -2).reshape(*lead, self.p * self.n_in)
+        )
+        if self.has_bias:
+            out[..., self.b_off : self.b_off + self.p] = W[..., self.n_in, :]
+
+    def vec_index(self, device=None):
+        """Flat indices of ``vec(W)`` (column-major), for dense references."""
+        i = torch.arange(self.n, device=device)
+        j = torch.arange(self.p, device=device)
+        I, J = torch.meshgrid(i, j, indexing="ij")
+        idx = self.w_off + J * self.n_in + I
+        if self.has_bias:
+            idx[self.n_in, :] = self.b_off + j
+        return idx.T.reshape(-1)  # column-major: j * n + i
+
+    def patches(self, x):
+        """Layer inputs as rows ``(m, T, n)`` with a trailing 1 for the bias."""
+        if self.is_conv:
+            mod = self.module
+            cols = F.unfold(x, mod.kernel_size, dilation=mod.dilation, padding=mod.padding, stride=mod.stride)
+            a = cols.transpose(1, 2)  # (m, T, C kh kw)
+        else:
+            a = x.reshape(-1, 1, x.shape[-1]) if x.dim() == 2 else x.reshape(x.shape[0], -1, x.shape[-1])
+        if self.has_bias:
+            a = torch.cat([a, a.new_ones(*a.shape[:-1], 1)], dim=-1)
+        return a
+
+    def out_grads(self, g):
+        """Output gradients as rows ``(m, T, p)``."""
+        if self.is_conv:
+            return g.flatten(2).transpose(1, 2)
+        return g.reshape(-1, 1, g.shape[-1]) if g.dim() == 2 else g.reshape(g.shape[0], -1, g.shape[-1])
+
+
+#: The initialisations that regress layer by layer (they need ``kron_layers``).
+_LAYERWISE_INITS = "'iblm', 'iblm_random', 'uninformative', 'heuristic', 'xavier', 'orthogonal' or 'lsuv'"
+
+
+def kron_layers(module, layout):
+    """The Kronecker blocks of ``module``, or a clear error for an unsupported layer."""
+    pos = dict(zip(layout.names, layout.offsets))
+    layers = []
+    for name, mod in module.named_modules():
+        own = [p for p in mod.parameters(recurse=False)]
+        if not own:
+            continue
+        if isinstance(mod, nn.Linear) or (
+            isinstance(mod, nn.Conv2d)
+            and mod.groups == 1
+            and mod.padding_mode == "zeros"
+            and not isinstance(mod.padding, str)
+        ):
+            prefix = f"{name}." if name else ""
+            b_off = pos[prefix + "bias"] if mod.bias is not None else None
+            layers.append(KronLayer(name, mod, pos[prefix + "weight"], b_off))
+        else:
+            raise UnsupportedLayerError(
+                f"Layer {name or '<root>'!r} ({type(mod).__name__}) has parameters but is not an nn.Linear or "
+                "an nn.Conv2d (groups=1, zero padding given as integers, not 'same'/'valid'). The "
+                "Kronecker-factored posteriors (NoisyKFAC and NoisyEKFAC estimators) and the layer-wise "
+                f"initialisations (init={_LAYERWISE_INITS}) need every parameterised layer to be one of these. "
+                "The SLANG, VOGN, Vadam, BBB and MCDropout estimators accept any module (with init='default'); "
+                "or make the layer parameter-free."
+            )
+    covered = sum(l.p * l.n for l in layers)
+    if covered != layout.size:
+        raise UnsupportedLayerError("Some trainable parameters do not belong to a Linear or Conv2d layer.")
+    return layers
+
+
+def ordered_layers(module, layout, X):
+    """Linear/Conv2d blocks in the order a forward pass on ``X`` calls them."""
+    layers = {l.name: l for l in kron_layers(module, layout)}
+    return [layers[name] for name in call_order(module, X[:1]) if name in layers]
