@@ -7,8 +7,8 @@ import numbers
 import torch
 import torch.nn.functional as F
 
+from .._curvature import reparam_gradients
 from .._docs import E
-from .._likelihoods import nll_grad
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
 from ..posteriors._common import is_scalar_precision
@@ -192,18 +192,9 @@ class BBBFamily(PosteriorFamily):
             return g_mu, g_rho, data.detach(), f.detach()
         S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
         sigma = F.softplus(rho)
-        g_mu, g_var = torch.empty_like(mean), torch.empty_like(mean)
-        if bool(self.local_reparam):
-            f, tape = spec.local_reparam_tape(mean, sigma * sigma, Xb, S, ctx.generator)
-            nll, df = nll_grad(ctx.likelihood, f, yb, ctx.weights)
-            spec.local_reparam_backward(tape, df, g_mu, g_var)
-            g_sigma = 2.0 * sigma * g_var
-        else:
-            eps = torch.randn(S, mean.shape[0], generator=ctx.generator, dtype=mean.dtype, device=mean.device)
-            f, tape = spec.forward_tape(mean + sigma * eps, Xb)
-            nll, df = nll_grad(ctx.likelihood, f, yb, ctx.weights)
-            G = spec.weight_grads(tape, spec.backward(tape, df), torch.empty_like(eps))
-            g_mu, g_sigma = G.sum(0), (G * eps).sum(0)
+        g_mu, g_sigma, nll, f = reparam_gradients(
+            spec, mean, sigma, Xb, yb, ctx.likelihood, S, ctx.generator, ctx.weights, local=bool(self.local_reparam)
+        )
         # the data term (N / (M S)) sum nll, divided by N; the KL term's weight over N
         c, k = 1.0 / (M * S), self.kl_factor(ctx.kl_scale) / N
         lam = ctx.prior_precision if not is_scalar_precision(ctx.prior_precision) else float(ctx.prior_precision)

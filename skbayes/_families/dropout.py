@@ -7,8 +7,8 @@ import numbers
 import torch
 from torch import nn
 
+from .._curvature import masked_minibatch_gradient
 from .._docs import E
-from .._likelihoods import nll_grad
 from .._networks import call_order
 from .._validation import Interval
 from ..posteriors import DropoutPosterior
@@ -187,11 +187,9 @@ class DropoutFamily(PosteriorFamily):
         if spec is not None:  # the backward pass written out (masks as in train_outputs)
             X = Xb.repeat(S, *([1] * (Xb.dim() - 1))) if S > 1 else Xb
             theta = post.mean_t
-            f, tape = spec.forward_tape(theta[None], X, input_masks=self._masks(post, ctx.generator))
-            f = f.reshape(S, M, f.shape[-1])
-            nll, df = nll_grad(ctx.likelihood, f, yb, ctx.weights)
-            G = spec.weight_grads(tape, spec.backward(tape, df.reshape(1, S * M, -1)), torch.empty_like(theta)[None])
-            g = (scale * G[0] + lam * theta) / N
+            masks = self._masks(post, ctx.generator)
+            G, nll, f = masked_minibatch_gradient(spec, theta, X, masks, yb, ctx.likelihood, S, ctx.weights)
+            g = (scale * G + lam * theta) / N
             state["step"] += 1
             post.mean_t = adam_update(theta, g, state, "w", float(self.learning_rate))
             return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, NOISE_STEP)

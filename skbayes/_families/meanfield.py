@@ -5,8 +5,8 @@ import numbers
 
 import torch
 
+from .._curvature import minibatch_gradients
 from .._docs import E
-from .._likelihoods import nll_grad
 from .._validation import Interval, Options
 from ..posteriors import DiagonalGaussian
 from .base import LEARNABLE_PRIOR, NOISE_STEP, PosteriorFamily, StepResult, data_factor, scaled_prior, weighted_sum
@@ -17,37 +17,6 @@ METHODS = ("vadam", "vprop")
 AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
-
-
-def minibatch_gradients(forward, theta, X, y, lik, weights=None):
-    """Gradients of the summed minibatch negative log-likelihood, one row per weight sample.
-
-    A plain backward pass of ``sum_i nll_i(theta_s)`` (no per-example gradients):
-    with the dense-layer path all ``S`` samples share one batched forward and
-    backward pass (row ``s`` of the gradient with respect to ``theta`` only sees
-    sample ``s``); any other module runs one ``functional_call`` per sample.
-
-    With ``weights`` (M,), the sum is weighted: ``G[s] = sum_i w_i grad nll_i(theta_s)``.
-
-    Returns
-    -------
-    G : Tensor (S, D)
-        ``G[s] = sum_i grad nll_i(theta_s)``.
-    nll : Tensor (S, M), detached.
-    f : Tensor (S, M, out), detached network outputs.
-    """
-    spec = getattr(forward, "spec", None)
-    if spec is not None:  # the backward pass written out (the same numbers as autograd)
-        f, tape = spec.forward_tape(theta, X)
-        nll, df = nll_grad(lik, f, y, weights)
-        G = spec.weight_grads(tape, spec.backward(tape, df), theta.new_empty(theta.shape))
-        return G, nll, f
-    with torch.enable_grad():
-        th = theta.detach().requires_grad_(True)
-        f = forward(th, X)
-        nll = lik.nll(f, y)
-        (G,) = torch.autograd.grad(weighted_sum(nll, weights), th)
-    return G, nll.detach(), f.detach()
 
 
 class MeanFieldFamily(PosteriorFamily):
