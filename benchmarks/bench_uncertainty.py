@@ -124,6 +124,7 @@ import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
 from _harness import apply_overrides, library_version, mean_se, parse_overrides
+from bench_fashion import read_idx
 
 SKB = ("slang", "vogn", "vadam", "bbb", "mcdropout", "kfac", "ekfac")
 SKB_ALL = SKB + ("vprop",)
@@ -151,17 +152,6 @@ DEFAULT_GRID = {"kl_weight": [1.0, 0.3, 0.1], "prior_precision": [1.0, "auto"], 
 
 
 # --- data ---------------------------------------------------------------------------------
-def _read_idx(path):
-    import gzip
-    import struct
-
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as fh:
-        _, _, ndim = struct.unpack(">HBB", fh.read(4))
-        shape = struct.unpack(">" + "I" * ndim, fh.read(4 * ndim))
-        return np.frombuffer(fh.read(), dtype=np.uint8).reshape(shape)
-
-
 def fashion_files(data_dir):
     """The four idx files, or a ``FileNotFoundError`` saying how to install them."""
     out = {}
@@ -201,12 +191,12 @@ def load_images(name, seed, data_dir, n_test):
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
         return Xtr, ytr, Xte, yte, 8
     f = fashion_files(data_dir)
-    ytr = _read_idx(f["train-labels-idx1-ubyte"]).astype(np.int64)
+    ytr = read_idx(f["train-labels-idx1-ubyte"]).astype(np.int64)
     idx = np.random.RandomState(seed).permutation(len(ytr))
-    Xtr = _read_idx(f["train-images-idx3-ubyte"]).reshape(-1, 784)[idx].astype(np.float64) / 255.0
-    yte = _read_idx(f["t10k-labels-idx1-ubyte"]).astype(np.int64)
+    Xtr = read_idx(f["train-images-idx3-ubyte"]).reshape(-1, 784)[idx].astype(np.float64) / 255.0
+    yte = read_idx(f["t10k-labels-idx1-ubyte"]).astype(np.int64)
     te = np.sort(np.random.RandomState(seed).permutation(len(yte))[:n_test])
-    Xte = _read_idx(f["t10k-images-idx3-ubyte"]).reshape(-1, 784)[te].astype(np.float64) / 255.0
+    Xte = read_idx(f["t10k-images-idx3-ubyte"]).reshape(-1, 784)[te].astype(np.float64) / 255.0
     return Xtr, ytr[idx], Xte, yte[te], 28
 
 
