@@ -4,12 +4,13 @@ Fits each of skbayes's 15 estimators (from ``skbayes.all_estimators()``) at its 
 except ``max_iter=30`` on scikit-learn's bundled data, standardised, with one thread and
 a fixed ``random_state``: classifiers on breast cancer (569 x 30), regressors on diabetes
 (442 x 10). Prints, per estimator, the training log-loss (classifiers) or RMSE
-(regressors), the mean predictive std (regressors) or largest class probability (classifiers) and a SHA-256 prefix of the raw bytes of
-``predict_proba`` / ``predict(return_std=True)``. Two runs of the same code on the same
-machine give the same hashes; a refactoring that claims "no behaviour change" must too.
+(regressors), the mean predictive std (regressors) or largest class probability
+(classifiers) and a SHA-256 prefix of the raw bytes of ``predict_proba`` /
+``predict(return_std=True)``. Two runs of the same code on the same machine give the same
+hashes; a refactoring that claims "no behaviour change" must too.
 
 Run:  .venv/bin/python benchmarks/bench_identity.py [--save before.json] [--compare before.json]
-      (about 1 minute on 2 cores)
+      (about 10 seconds)
 """
 
 import argparse
