@@ -238,7 +238,7 @@ def breakdown(family, post, state, ctx, Xb, yb, reps):
 
     from skbayes._curvature import per_example_curvature
     from skbayes._linalg import top_eig_from_gram
-    from skbayes.posteriors.lowrank import slang_precision_update
+    from skbayes.posteriors.slang import slang_precision_update
 
     L = int(family.rank)
     S = ctx.mc_samples

@@ -62,7 +62,16 @@ myst_enable_extensions = ["deflist", "smartquotes"]
 
 # -- API reference (autodoc, autosummary, numpydoc) ----------------------------------------
 
-autosummary_generate = True
+# api.rst lists the estimators and posteriors through placeholders that the source-read hook
+# fills in from skbayes.all_estimators(); autosummary reads its files from disk, so it is
+# given a copy with the placeholders expanded (written here, excluded from the pages).
+from skbayes_docs_hooks import expand_registry_lists  # noqa: E402
+
+(HERE / "generated").mkdir(exist_ok=True)
+_api = expand_registry_lists((HERE / "api.rst").read_text()).replace(":toctree: generated/", ":toctree: ./")
+(HERE / "generated" / "_api_expanded.rst").write_text(_api)
+exclude_patterns.append("generated/_api_expanded.rst")
+autosummary_generate = ["generated/_api_expanded.rst"]
 autosummary_ignore_module_all = False  # a module's page lists what its __all__ names
 autodoc_typehints = "none"  # the numpydoc sections carry the types
 autodoc_member_order = "groupwise"
@@ -131,7 +140,10 @@ def _skip_foreign_members(app, what, name, obj, skip, options):
 
 def _check_api_reference(app):
     """Warn (an error under ``-W``) if a public name of ``skbayes`` is missing from api.rst."""
-    listed = set(re.findall(r"^ {3}([A-Za-z_][\w.]*)\s*$", (HERE / "api.rst").read_text(), flags=re.M))
+    from skbayes_docs_hooks import expand_registry_lists
+
+    text = expand_registry_lists((HERE / "api.rst").read_text())
+    listed = set(re.findall(r"^ {3}([A-Za-z_][\w.]*)\s*$", text, flags=re.M))
     for name in skbayes.__all__:
         obj = getattr(skbayes, name)
         if (inspect.isclass(obj) or inspect.isfunction(obj)) and name not in listed:
@@ -139,8 +151,9 @@ def _check_api_reference(app):
 
 
 def setup(app):
-    from skbayes_docs_hooks import rewrite_links
+    from skbayes_docs_hooks import fill_registry_lists, rewrite_links
 
     app.connect("autodoc-skip-member", _skip_foreign_members)
     app.connect("builder-inited", _check_api_reference)
     app.connect("source-read", rewrite_links)
+    app.connect("source-read", fill_registry_lists)

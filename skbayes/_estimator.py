@@ -32,13 +32,13 @@ if TYPE_CHECKING:
 
 from . import _loop, _memory, _persist
 from ._families.base import PosteriorFamily, kl_annealing_scale
-from ._init import INITS, diagnose, initial_moments, initial_precision
 from ._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise
 from ._linalg import all_finite
 from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, init_layers, make_module
 from ._parallel import limit_torch_threads, network_macs_per_row
 from ._predictive import gaussian_draws, linearized_moments, pairwise_probit_proba, probit_proba
 from ._prior import WeightPrior
+from ._start import INITS, diagnose, initial_moments, initial_precision
 from ._validation import (
     BOOLEAN,
     CALLABLE,

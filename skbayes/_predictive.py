@@ -26,7 +26,7 @@ import torch
 from torch.func import jacrev, vmap
 
 from .posteriors import DiagonalGaussian, KroneckerGaussian, LowRankGaussian, SoftplusGaussian
-from .posteriors.kronecker import EigenBlock
+from .posteriors.kfac import EigenBlock
 
 #: Elements of the largest temporary a chunk of rows may allocate (32 Mi values).
 _BUDGET = 2**25

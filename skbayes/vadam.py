@@ -6,7 +6,7 @@ Deep Learning by Weight-Perturbation in Adam", ICML 2018.
 
 from ._docs import estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
-from ._families import MeanFieldFamily
+from ._families import VadamFamily
 
 _BODY = """
 Vadam and Vprop (Khan et al., "Fast and Scalable Bayesian Deep Learning
@@ -52,7 +52,7 @@ Read more in the :doc:`mean-field estimators page </meanfield>` of the documenta
 
 
 class VadamRegressor(BayesianNetworkRegressor):
-    _family = MeanFieldFamily
+    _family = VadamFamily
 
     def __init__(
         self,
@@ -91,7 +91,7 @@ class VadamRegressor(BayesianNetworkRegressor):
 
 
 class VadamClassifier(BayesianNetworkClassifier):
-    _family = MeanFieldFamily
+    _family = VadamFamily
 
     def __init__(
         self,

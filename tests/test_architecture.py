@@ -38,7 +38,7 @@ def _part(name):
     return parts[1] if len(parts) > 1 else ""
 
 
-def test_engine_rooms_never_import_the_estimator_layer():
+def test_engine_packages_never_import_the_estimator_layer():
     """posteriors, _linalg, _curvature, _likelihoods, _prior, _networks, _init, _validation,
     _docs, metrics and exceptions know nothing of estimators, the loop or the families."""
     engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_init", "_validation"}
@@ -67,8 +67,8 @@ def test_the_loop_knows_the_family_interface_only():
 
 def test_public_estimator_modules_are_thin():
     for stem in PUBLIC_ESTIMATORS:
-        rooms = {_part(i) for i in _imports(MODULES[f"skbayes.{stem}"])}
-        assert rooms <= {"_docs", "_estimator", "_families"}, (stem, rooms)
+        parts = {_part(i) for i in _imports(MODULES[f"skbayes.{stem}"])}
+        assert parts <= {"_docs", "_estimator", "_families"}, (stem, parts)
 
 
 def test_only_the_loop_advances_the_step_counter():

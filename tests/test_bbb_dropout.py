@@ -16,7 +16,7 @@ from torch import nn
 from skbayes import BBBClassifier, BBBRegressor, MCDropoutClassifier, MCDropoutRegressor
 from skbayes._families.base import adam_update
 from skbayes.posteriors import DropoutPosterior, SoftplusGaussian
-from skbayes.posteriors.softplus import diag_gaussian_kl, inverse_softplus
+from skbayes.posteriors.bbb import diag_gaussian_kl, inverse_softplus
 
 DT = torch.float64
 REGRESSORS = [BBBRegressor, MCDropoutRegressor]

@@ -11,7 +11,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 import skbayes
-from skbayes._init.batched_blr import blr_log_evidence, blr_solve
+from skbayes._start.batched_blr import blr_log_evidence, blr_solve
 
 NETWORK_ESTIMATORS = [getattr(skbayes, n) for n in skbayes.__all__ if n.endswith(("Regressor", "Classifier"))]
 EPS32 = torch.finfo(torch.float32).eps

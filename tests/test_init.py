@@ -11,7 +11,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skbayes import BayesianLinearRegression, NoisyKFACClassifier, SLANGClassifier, SLANGRegressor
-from skbayes._init.batched_blr import best_noise_variance, blr_log_evidence, blr_solve, dirichlet_transform
+from skbayes._start.batched_blr import best_noise_variance, blr_log_evidence, blr_solve, dirichlet_transform
 from skbayes.metrics import mixture_log_likelihood
 
 DT = torch.float64
@@ -174,7 +174,7 @@ def test_hidden_units_regress_on_local_minibatches_and_differ():
     minibatches (nearest rows of the layer input to a random anchor) make the units'
     regressions, hence their weights, differ. Each unit's mean is the BLR posterior
     mean on its own minibatch, which lies within the training set."""
-    import skbayes._init.iblm as init_mod
+    import skbayes._start.iblm as init_mod
     from skbayes._networks import ordered_layers
 
     X, y = _toy(300)
@@ -202,7 +202,7 @@ def test_iblm_undetermined_weight_starts_at_prior_plus_n():
     # i-BLM's data part of the precision is rescaled from B regression rows to N; a weight
     # with no data part (its input is zero on every regression row: out of a ReLU unit dead
     # at the mean network) starts at prior + N, as init='default', not at the prior
-    from skbayes._init import initial_precision
+    from skbayes._start import initial_precision
 
     lam, N, B = 2.0, 1000, 100
     var = torch.tensor([1.0 / lam, 1.0 / (lam + 50.0), 1.0 / (lam + 0.5)], dtype=torch.float64)

@@ -8,14 +8,14 @@ import pytest
 import torch
 from torch import nn
 
-import skbayes._curvature.kronecker as kfac_curv
-import skbayes._families.kronecker as kfac_mod
+import skbayes._curvature.factors as kfac_curv
+import skbayes._families.kfac as kfac_mod
 from skbayes import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
 from skbayes._likelihoods import Categorical
 from skbayes._networks import DenseSpec, ParamLayout, kron_layers
 from skbayes.exceptions import UnsupportedLayerError
-from skbayes.posteriors.kronecker import DampedFactor, KroneckerBlock
+from skbayes.posteriors.kfac import DampedFactor, KroneckerBlock
 
 DT = torch.float64
 

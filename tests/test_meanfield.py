@@ -18,7 +18,7 @@ from sklearn.preprocessing import StandardScaler
 from torch import nn
 
 import skbayes._curvature.per_example as curv_mod
-import skbayes._families.meanfield as vadam_mod
+import skbayes._families.vadam as vadam_mod
 from skbayes import (
     SLANGClassifier,
     SLANGRegressor,

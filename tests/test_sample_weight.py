@@ -23,9 +23,9 @@ from numpy.testing import assert_allclose, assert_array_equal
 import skbayes
 from skbayes import BayesianLinearRegression, _loop
 from skbayes._curvature import kron_batch, layer_stats, per_example_curvature
-from skbayes._init.batched_blr import best_noise_variance, blr_solve
 from skbayes._likelihoods import Bernoulli, Gaussian, GaussianNoise
 from skbayes._networks import kron_layers
+from skbayes._start.batched_blr import best_noise_variance, blr_solve
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 

@@ -8,7 +8,7 @@ from torch import nn
 import skbayes._curvature.per_example as curv_mod
 from skbayes import SLANGClassifier, SLANGRegressor
 from skbayes._curvature import GenericCurvature
-from skbayes.posteriors.lowrank import slang_precision_update
+from skbayes.posteriors.slang import slang_precision_update
 
 DT = torch.float64
 
@@ -292,7 +292,7 @@ def test_cached_factor_statistics_give_the_same_update(n):
 def test_chunked_pass_buffer_and_scaled_gram(monkeypatch, n):
     """The fused chunked pass (several chunks), a caller-supplied output buffer and the
     returned U^T diag(d)^-1 U agree with an unchunked update and with dense formulas."""
-    import skbayes.posteriors.lowrank as lr
+    import skbayes.posteriors.slang as lr
 
     D, L = 25, 4
     Gs = _grad_sequence(D, n, 4, seed=11)

@@ -89,3 +89,48 @@ def rewrite_links(app, docname, source):
         return
     text = _OUTSIDE_LINK.sub(_rewrite_outside_link, source[0])
     source[0] = _FILE_NAMED_LINK.sub(r"[](\2)", text)
+
+
+# --- lists read from the registry of estimators ----------------------------------------------
+
+_PLACEHOLDER = re.compile(r"^(?P<indent>[ \t]*)@(?P<name>regressors|classifiers|posteriors|method pages)@[ \t]*$", re.M)
+
+
+def registry_lists():
+    """What the API reference and the user guide list, read from ``skbayes.all_estimators()``
+    and ``skbayes.__all__``, so that a new method appears there without editing either page."""
+    import inspect
+
+    import skbayes
+
+    entries = skbayes.all_estimators()
+    pages = []
+    for e in entries:
+        page = e.docs.removesuffix(".md")
+        if page not in pages:
+            pages.append(page)
+    posteriors = [
+        name
+        for name in skbayes.__all__
+        if inspect.isclass(getattr(skbayes, name))
+        and getattr(skbayes, name).__module__.startswith("skbayes.posteriors")
+    ]
+    return {
+        "regressors": [e.name for e in entries if e.task == "regressor"],
+        "classifiers": [e.name for e in entries if e.task == "classifier"],
+        "posteriors": posteriors,
+        "method pages": pages,
+    }
+
+
+def expand_registry_lists(text):
+    """Replace each ``@regressors@``, ``@classifiers@``, ``@posteriors@`` or ``@method pages@``
+    line by the registry's names, one per line with the placeholder's indentation."""
+    lists = registry_lists()
+    return _PLACEHOLDER.sub(lambda m: "\n".join(m["indent"] + n for n in lists[m["name"]]), text)
+
+
+def fill_registry_lists(app, docname, source):
+    """``source-read`` handler: expand the registry placeholders of api.rst and user_guide.md."""
+    if docname in ("api", "user_guide"):
+        source[0] = expand_registry_lists(source[0])

@@ -2,13 +2,13 @@
 
 - :mod:`.per_example`: the curvature batch ``G`` (per-example gradients of the negative
   log-likelihood) in two interchangeable representations, dense-layer and generic.
-- :mod:`.kronecker`: per-layer inputs and output gradients and their KFC statistics.
+- :mod:`.factors`: per-layer inputs and output gradients and their KFC statistics.
 - :mod:`.gradients`: minibatch gradients without per-example statistics (Vadam/Vprop,
   Bayes by Backprop, MC dropout).
 """
 
+from .factors import kron_batch, layer_grad, layer_stats, projected_second_moment
 from .gradients import masked_minibatch_gradient, minibatch_gradients, reparam_gradients
-from .kronecker import kron_batch, layer_grad, layer_stats, projected_second_moment
 from .per_example import DenseCurvature, GenericCurvature, dense_curvature, generic_curvature, per_example_curvature
 
 __all__ = [

@@ -7,16 +7,16 @@ how its method starts and updates one.
 from .base import PosteriorFamily, StepContext, StepResult
 from .bbb import BBBFamily
 from .dropout import DropoutFamily
-from .kronecker import EKFACFamily, KFACFamily
-from .meanfield import MeanFieldFamily
+from .kfac import EKFACFamily, KFACFamily
 from .slang import SLANGFamily
+from .vadam import VadamFamily
 
 __all__ = [
     "PosteriorFamily",
     "StepContext",
     "StepResult",
     "SLANGFamily",
-    "MeanFieldFamily",
+    "VadamFamily",
     "BBBFamily",
     "DropoutFamily",
     "KFACFamily",

@@ -33,7 +33,7 @@ from .._validation import Interval, Options
 LEARNABLE_PRIOR = [Options(("auto",)), Interval(numbers.Real, 0, None, closed="neither")]
 
 if TYPE_CHECKING:
-    from .._init import InitialPrecision
+    from .._start import InitialPrecision
 
 
 @dataclass
@@ -174,7 +174,7 @@ class PosteriorFamily:
             Initial mean (the initialiser's).
         precision : InitialPrecision or None
             The initialiser's diagonal precision over all ``n_train`` examples and its
-            data part per example (:func:`skbayes._init.initial_precision`); None for
+            data part per example (:func:`skbayes._start.initial_precision`); None for
             ``init='default'``.
         n_train : int
         forward : NetworkForward

@@ -12,7 +12,7 @@ from .._docs import E
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
 from ..posteriors._common import is_scalar_precision
-from ..posteriors.softplus import diag_gaussian_kl
+from ..posteriors.bbb import diag_gaussian_kl
 from .base import (
     LEARNABLE_PRIOR,
     NOISE_STEP,

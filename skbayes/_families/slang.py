@@ -11,7 +11,7 @@ from .._docs import E
 from .._validation import NONE, Interval
 from ..exceptions import _warn
 from ..posteriors import LowRankGaussian
-from ..posteriors.lowrank import slang_precision_update
+from ..posteriors.slang import slang_precision_update
 from .base import (
     LEARNABLE_PRIOR,
     PosteriorFamily,

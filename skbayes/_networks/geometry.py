@@ -61,7 +61,7 @@ class KronLayer(SharedOnCopy):
 
     Read-only geometry, shared by copies together with its ``module``. A step rebinds
     layers whose module is not the one its network calls (see
-    :meth:`~skbayes._families.kronecker.KFACFamily.step`).
+    :meth:`~skbayes._families.kfac.KFACFamily.step`).
     """
 
     def __init__(self, name, module, w_off, b_off):

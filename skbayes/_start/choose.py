@@ -1,14 +1,9 @@
-"""Initialisation of the variational posterior (one package): i-BLM and the competitors of
-Rossi, Michiardi and Filippone (ICML 2019).
+"""Which initialiser runs for ``init=...``, and the starting precision it gives.
 
-Every initialiser gives the posterior mean and the KL-optimal factorised variances
-(flat vectors in ``module_.parameters()`` order); :func:`initial_precision` turns
-them into the diagonal precision of a posterior over all ``N`` training examples,
-which each family maps into its own structure.
-
-- :mod:`.iblm`: layer-wise Bayesian linear regression.
-- :mod:`.baselines`: uninformative, heuristic, Xavier, orthogonal, LSUV.
-- :mod:`.batched_blr`: the batched Bayesian linear regression engine of i-BLM.
+:func:`initial_moments` dispatches on the estimator's ``init`` to i-BLM
+(:mod:`.iblm`) or one of the baselines (:mod:`.baselines`); :func:`initial_precision`
+turns the initialiser's factorised variances into the diagonal precision of a posterior
+over all ``N`` training examples; :func:`diagnose` checks the input's scale for i-BLM.
 """
 
 from dataclasses import dataclass

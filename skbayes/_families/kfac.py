@@ -11,7 +11,7 @@ from .._docs import E
 from .._linalg import sym_eig
 from .._networks import kron_layers
 from .._validation import NONE, Interval, Options
-from ..posteriors.kronecker import DampedFactor, EigenBlock, KroneckerBlock, KroneckerGaussian
+from ..posteriors.kfac import DampedFactor, EigenBlock, KroneckerBlock, KroneckerGaussian
 from .base import LEARNABLE_PRIOR, NOISE_STEP, PosteriorFamily, StepResult, weighted_sum
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.

@@ -19,7 +19,7 @@ AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
 
 
-class MeanFieldFamily(PosteriorFamily):
+class VadamFamily(PosteriorFamily):
     """Diagonal Gaussian ``N(mu, diag(N s + lambda)^{-1})`` with Vadam's or Vprop's update."""
 
     parameter_constraints = {
