@@ -608,6 +608,10 @@ class BayesianNetwork(BaseEstimator):
         if incremental:  # partial_fit: the batch stands for the stream's rows, not for itself
             stream_size = self._n_seen if n_total is None else n_total
             family.set_stream_size(self._state, stream_size)
+        on_step = self._stream_average_begin(reset, n_total, n_seen, X.shape[0]) if incremental else None
+        if not incremental:  # a fit ends any stream
+            for k in ("_stream_rows", "_stream_average", "_stream_iterate"):
+                self.__dict__.pop(k, None)
         outcome = _loop.run_epochs(
             self,
             family,
@@ -619,12 +623,14 @@ class BayesianNetwork(BaseEstimator):
             weights=weights,
             n_train=n_train,
             n_total=stream_size,
+            on_step=on_step,
         )
         if outcome.interrupted and self.n_iter_ == (0 if reset else n_iter_before):
             raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
         if incremental and reset and n_iter_before:
             self.n_iter_ = n_iter_before + 1  # a restarted stream start counts its calls
         if incremental:
+            self._stream_average_end(outcome)
             self._warn_small_stream()
         self.diverged_ = outcome.diverged
         self.prior_precision_ = self._prior.as_dict()
@@ -726,6 +732,38 @@ class BayesianNetwork(BaseEstimator):
             keep = X.shape[0] < int(self.iblm_batch_size)
             self._stream_rows = (X.copy(), np.array(y), None if sw is None else sw.copy()) if keep else None
         return X, y, sw, reset, classes
+
+    def _stream_average_begin(self, reset, n_total, n_call, n_rows):
+        """Start a ``partial_fit`` call of a stream (``n_samples_total`` never given): the
+        fitted mean is the average of the means its steps visit, while training continues
+        from the last of them. Each mean is weighted by the rows of its step times the rows
+        seen (``n_call``: this call's count, sample weights summed, over ``n_rows`` rows),
+        the start's by its rows squared, so that the late means count most. Returns the
+        loop's ``on_step`` (None with ``n_samples_total``: the calls are then the epochs
+        of a fit on that many rows, without averaging)."""
+        if n_total is not None:
+            self.__dict__.pop("_stream_average", None)
+            self.__dict__.pop("_stream_iterate", None)
+            return None
+        if reset or self.__dict__.get("_stream_average") is None:
+            self._stream_average = _loop.IterateAverage(self.posterior_.mean_t, self._n_seen * self._n_seen)
+        else:
+            self.posterior_.mean_t = self._stream_iterate
+        self._stream_average_before = copy.deepcopy(self._stream_average)
+        per_row = self._n_seen * n_call / n_rows
+        average = self._stream_average
+        return lambda rows: average.add(self.posterior_.mean_t, rows * per_row)
+
+    def _stream_average_end(self, outcome):
+        """End a stream's call: keep its last mean and report the average (a call that
+        diverged, and so reverted to its start, adds nothing to the average)."""
+        before = self.__dict__.pop("_stream_average_before", None)
+        if self.__dict__.get("_stream_average") is None:
+            return
+        if outcome.diverged:
+            self._stream_average = before
+        self._stream_iterate = self.posterior_.mean_t.clone()
+        self.posterior_.mean_t = self._stream_average.value()
 
     def _warn_small_stream(self):
         if self.__dict__.get("_stream_rows") is None:

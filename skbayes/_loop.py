@@ -141,7 +141,7 @@ def permutation(n, gen, device):
     return torch.randperm(n, generator=gen, device=device)
 
 
-def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None, n_total=None):
+def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None, n_total=None, on_step=None):
     """One pass over ``(X, y)`` (tensors) in random minibatches; returns the summed data
     terms and the number of steps. Raises :class:`Divergence` on non-finite values.
 
@@ -149,7 +149,7 @@ def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None, n_
     their sum before rescaling (the effective number of examples; see
     :class:`~skbayes._families.base.StepContext`). ``n_total`` (``partial_fit``): the
     number of examples the rows stand for (the stream's), which the data terms are
-    scaled to instead."""
+    scaled to instead. ``on_step``: None, or a callable given the rows of every completed step."""
     N = X.shape[0]
     if weights is None:
         n_train = N
@@ -189,6 +189,8 @@ def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None, n_
         n_steps += 1
         if not math.isfinite(total) or not is_healthy(est.posterior_):
             raise Divergence
+        if on_step is not None:
+            on_step(Xb.shape[0])
     return total, n_steps
 
 
@@ -210,7 +212,9 @@ def objective(est, family, data_term, n_steps, N):
     return (data_term / n_steps + kl) / N
 
 
-def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weights=None, n_train=None, n_total=None):
+def run_epochs(
+    est, family, X, y, n_epochs, incremental, validation=None, weights=None, n_train=None, n_total=None, on_step=None
+):
     """Train ``est`` for up to ``n_epochs`` epochs on ``(X, y)`` (tensors).
 
     ``validation``: None, or a callable returning the held-out score of the current
@@ -242,7 +246,7 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
         if guard is not None:
             guard.epoch_start(snap)
         try:
-            data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train, n_total)
+            data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train, n_total, on_step)
             loss = objective(est, family, data_term, n_steps, N)
         except KeyboardInterrupt:
             restore(est, snap)  # the end of the last completed epoch
@@ -311,3 +315,20 @@ def run_epochs(est, family, X, y, n_epochs, incremental, validation=None, weight
             ConvergenceWarning,
         )
     return outcome
+
+
+class IterateAverage:
+    """Weighted average of the posterior means a stream's steps visit (Polyak-Ruppert
+    averaging): ``sum_k w_k mu_k / sum_k w_k``. Plain tensor and float, so it deep-copies
+    and pickles with the estimator."""
+
+    def __init__(self, mean: torch.Tensor, weight: float):
+        self.total = mean * float(weight)
+        self.weight = float(weight)
+
+    def add(self, mean: torch.Tensor, weight: float) -> None:
+        self.total.add_(mean, alpha=float(weight))
+        self.weight += float(weight)
+
+    def value(self) -> torch.Tensor:
+        return self.total / self.weight
