@@ -1172,8 +1172,11 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             it when running several epochs by ``partial_fit`` over the same data).
             None: the running count of the rows seen by ``partial_fit`` so far (this
             call's included; with sample weights, the sum of the weights), so that
-            after a single pass the posterior is weighed against all the data seen.
-            Remembered for later calls that do not pass it. See the
+            after a single pass the posterior is weighed against all the data seen;
+            the posterior's mean is then the weighted average of the means the
+            stream's steps visit (the next call trains on from the last of them).
+            Given, the calls are the epochs of a ``fit`` on that many rows, without
+            averaging. Remembered for later calls that do not pass it. See the
             :ref:`streams section <streams-section>` of the documentation.
 
         Returns
@@ -1554,8 +1557,11 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             it when running several epochs by ``partial_fit`` over the same data).
             None: the running count of the rows seen by ``partial_fit`` so far (this
             call's included; with sample weights, the sum of the weights), so that
-            after a single pass the posterior is weighed against all the data seen.
-            Remembered for later calls that do not pass it. See the
+            after a single pass the posterior is weighed against all the data seen;
+            the posterior's mean is then the weighted average of the means the
+            stream's steps visit (the next call trains on from the last of them).
+            Given, the calls are the epochs of a ``fit`` on that many rows, without
+            averaging. Remembered for later calls that do not pass it. See the
             :ref:`streams section <streams-section>` of the documentation.
 
         Returns
