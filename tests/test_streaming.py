@@ -1,8 +1,9 @@
 """Streams: ``partial_fit`` over many small batches learns what one ``fit`` learns.
 
 The KL term is weighed against the rows seen so far (or ``n_samples_total``), not
-against each batch, and the target scaling and the start are re-estimated from all
-rows until ``iblm_batch_size`` rows have been seen.
+against each batch, the target scaling and the start are re-estimated from all
+rows until ``iblm_batch_size`` rows have been seen, and the fitted mean is the weighted
+average of the means the stream's steps visit.
 """
 
 import warnings
