@@ -28,6 +28,8 @@ from torch import nn
 if TYPE_CHECKING:
     from typing_extensions import Self
 
+    from .posteriors._common import PosteriorTensors
+
     RandomStateLike = int | np.random.RandomState | None
 
 from . import _loop, _memory, _persist
@@ -593,11 +595,11 @@ class BayesianNetwork(BaseEstimator):
             if sw is None:
                 X, y_enc, Xv, yv = self._validation_split(X, y_enc)
                 Xv_t = self._tensor(Xv)
-                validation = lambda: self._validation_score(Xv_t, yv)  # noqa: E731
+                validation = lambda posterior: self._validation_score(Xv_t, yv, posterior=posterior)  # noqa: E731
             else:
                 X, y_enc, sw, Xv, yv, swv = self._validation_split(X, y_enc, sw)
                 Xv_t = self._tensor(Xv)
-                validation = lambda: self._validation_score(Xv_t, yv, swv)  # noqa: E731
+                validation = lambda posterior: self._validation_score(Xv_t, yv, swv, posterior)  # noqa: E731
         n_epochs = 1 if incremental else self._max_epochs(X.shape[0])
         weights, n_train = (None, None) if sw is None else self._effective_weights(sw, X.shape[0])
         n_seen = float(X.shape[0] if sw is None else n_train)
@@ -608,8 +610,10 @@ class BayesianNetwork(BaseEstimator):
         if incremental:  # partial_fit: the batch stands for the stream's rows, not for itself
             stream_size = self._n_seen if n_total is None else n_total
             family.set_stream_size(self._state, stream_size)
+        state = self._training_state()
         outcome = _loop.run_epochs(
-            self,
+            state,
+            self._loop_settings(X.shape[0]),
             family,
             self._tensor(X),
             self._target_tensor(y_enc),
@@ -620,6 +624,7 @@ class BayesianNetwork(BaseEstimator):
             n_train=n_train,
             n_total=stream_size,
         )
+        self._store_training_state(state, early_stopping=validation is not None)
         if outcome.interrupted and self.n_iter_ == (0 if reset else n_iter_before):
             raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
         if incremental and reset and n_iter_before:
@@ -633,6 +638,45 @@ class BayesianNetwork(BaseEstimator):
         if not incremental and not outcome.interrupted and self.n_iter_ > 0:
             self._warn_poor_fit(X, y_enc, family)
         return outcome.interrupted
+
+    def _training_state(self) -> _loop.TrainingState:
+        """The fitted state the loop trains (:class:`skbayes._loop.TrainingState`), from the
+        fitted attributes (the same objects, not copies)."""
+        return _loop.TrainingState(
+            posterior=self.posterior_,
+            family_state=self._state,
+            likelihood=self._likelihood,
+            prior=self._prior,
+            forward=self._forward,
+            rng_state=self._rng_state,
+            t=self.t_,
+            n_iter=self.n_iter_,
+            loss_curve=self.loss_curve_,
+        )
+
+    def _store_training_state(self, state: _loop.TrainingState, early_stopping: bool = False) -> None:
+        """Copy a trained :class:`skbayes._loop.TrainingState` back into the fitted attributes
+        (with ``early_stopping``, the validation scores too)."""
+        self.posterior_, self._state = state.posterior, state.family_state
+        self._likelihood, self._prior, self._forward = state.likelihood, state.prior, state.forward
+        self._rng_state = state.rng_state
+        self.t_, self.n_iter_, self.loss_curve_ = state.t, state.n_iter, state.loss_curve
+        if early_stopping:
+            self.validation_scores_ = state.validation_scores
+        if state.best_validation_score is not None:
+            self.best_validation_score_ = state.best_validation_score
+
+    def _loop_settings(self, n_rows: int) -> _loop.LoopSettings:
+        """The hyper-parameters the loop reads, for training on ``n_rows`` rows."""
+        return _loop.LoopSettings(
+            name=type(self).__name__,
+            batch_size=self._batch_size(n_rows),
+            tol=float(self.tol),
+            n_iter_no_change=int(self.n_iter_no_change),
+            kl_annealing=self.kl_annealing,
+            mc_samples=int(self.mc_samples),
+            verbose=bool(self.verbose),
+        )
 
     # --- memory ----------------------------------------------------------------------
     def _memory_layers(self, n_features, n_outputs):
@@ -799,7 +843,6 @@ class BayesianNetwork(BaseEstimator):
             )
         except ValueError:
             parts = train_test_split(*arrays, test_size=float(self.validation_fraction), random_state=seed)
-        self.validation_scores_ = []
         return tuple(parts[0::2]) + tuple(parts[1::2])
 
     def _finalize(self):
@@ -877,14 +920,24 @@ class BayesianNetwork(BaseEstimator):
             torch.cat(col, 0) if isinstance(col[0], torch.Tensor) else np.concatenate(col, 0) for col in zip(*parts)
         )
 
-    def _outputs(self, Xt, n_samples=None, seed=None):
+    def _outputs(
+        self,
+        Xt: torch.Tensor,
+        n_samples: int | None = None,
+        seed: int | None = None,
+        posterior: PosteriorTensors | None = None,
+    ) -> torch.Tensor:
+        """Network outputs ``(S, rows, n_outputs)`` at ``S`` weight samples (``predict_samples``
+        unless ``n_samples``) of ``posterior`` (default ``posterior_``), drawn from a
+        generator seeded with ``seed`` (default: the fit's prediction seed)."""
         S = int(self.predict_samples if n_samples is None else n_samples)
         seed = self._predict_seed if seed is None else seed
         gen = torch.Generator(device=self._device).manual_seed(int(seed))
+        posterior = self.posterior_ if posterior is None else posterior
         outs = []
         with torch.no_grad():
             for s0 in range(0, S, 16):
-                theta = self.posterior_.sample_t(min(16, S - s0), generator=gen)
+                theta = posterior.sample_t(min(16, S - s0), generator=gen)
                 rows = [self._forward(theta, Xt[r0 : r0 + 2048]) for r0 in range(0, Xt.shape[0], 2048)]
                 outs.append(torch.cat(rows, 1))
         f = torch.cat(outs, 0)
@@ -1041,15 +1094,22 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     def _is_multi(self):
         return self.__dict__.get("_n_targets") is not None
 
-    def _validation_score(self, Xv, yv, wv=None):
+    def _validation_score(
+        self,
+        Xv: torch.Tensor,
+        yv: np.ndarray,
+        wv: np.ndarray | None = None,
+        posterior: PosteriorTensors | None = None,
+    ) -> float:
+        """Mean (weighted by ``wv``) log predictive density of held-out rows under ``posterior``."""
         if self._is_multi():  # the joint density of a row's targets
-            f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
+            f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16), posterior=posterior)
             y = self._tensor(yv)
             var = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=f.dtype, device=f.device)
             logp = (-0.5 * (y[None] - f) ** 2 / var - 0.5 * torch.log(2 * math.pi * var)).sum(-1)
             lp = torch.logsumexp(logp, 0) - math.log(f.shape[0])
             return float(lp.mean()) if wv is None else _weighted_mean(lp, wv)
-        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))[..., 0]
+        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16), posterior=posterior)[..., 0]
         y = self._tensor(yv)
         var = self._likelihood.noise.noise_variance
         logp = -0.5 * (y[None] - f) ** 2 / var - 0.5 * math.log(2 * math.pi * var)
@@ -1441,8 +1501,15 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         const = float(-np.mean(np.log(np.clip(freq[y], 1e-300, None))))
         return loss > 1.5 * const + 1e-3, loss, const
 
-    def _validation_score(self, Xv, yv, wv=None):
-        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
+    def _validation_score(
+        self,
+        Xv: torch.Tensor,
+        yv: np.ndarray,
+        wv: np.ndarray | None = None,
+        posterior: PosteriorTensors | None = None,
+    ) -> float:
+        """Mean (weighted by ``wv``) log predictive probability of held-out labels under ``posterior``."""
+        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16), posterior=posterior)
         p = self._probs(f).mean(0)
         idx = torch.as_tensor(np.asarray(yv, dtype=np.int64), device=p.device)
         lp = torch.log(p.gather(1, idx[:, None]).clamp_min(1e-300))

@@ -74,7 +74,7 @@ class StepContext:
 
     forward: NetworkForward
     likelihood: Any
-    n_train: int
+    n_train: float
     generator: torch.Generator
     t: int
     kl_scale: float
@@ -161,7 +161,7 @@ class PosteriorFamily:
         self,
         mean: torch.Tensor,
         precision: InitialPrecision | None,
-        n_train: int,
+        n_train: float,
         forward: NetworkForward,
         kl_scale: float,
         prior_precision: float | torch.Tensor,
