@@ -65,6 +65,12 @@ def test_the_loop_knows_the_family_interface_only():
     assert not METHOD_NAMES.findall(code), METHOD_NAMES.findall(code)
 
 
+def test_the_loop_trains_a_state_object_not_the_estimator():
+    # _loop works on a TrainingState and LoopSettings; _estimator copies its fitted attributes in and out
+    code = MODULES["skbayes._loop"].read_text()
+    assert not re.findall(r"\best\b|\bself\.[a-z_]+_\b", code)
+
+
 def test_public_estimator_modules_are_thin():
     for stem in PUBLIC_ESTIMATORS:
         parts = {_part(i) for i in _imports(MODULES[f"skbayes.{stem}"])}
