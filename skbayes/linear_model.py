@@ -112,6 +112,25 @@ def _fit_memory_bytes(n: int, d: int, restricted: bool, learn_noise: bool) -> tu
     return 8 * n * d + max(svd, solve), route
 
 
+def _check_fit_memory(shape: tuple[int, int], n_targets: int, restricted: bool, learn_noise: bool) -> None:
+    """Raise :class:`MemoryLimitError` before ``fit`` allocates more than the limit for
+    ``X`` of this shape and ``n_targets`` targets (see :func:`_fit_memory_bytes`)."""
+    n_samples, n_features = shape
+    nbytes, route = _fit_memory_bytes(n_samples, n_features, restricted, learn_noise)
+    # every further target keeps its sigma_ (and its factor for sample_y)
+    nbytes += (n_targets - 1) * 8 * (2 * n_features**2 + (0 if route == "primal" else n_samples * n_features))
+    m = n_features if route == "primal" else n_samples - int(restricted)
+    _check_memory(
+        nbytes,
+        "fit",
+        f"X has shape ({n_samples}, {n_features}); the posterior covariance sigma_ alone is "
+        + ("a " if n_targets == 1 else f"{n_targets} ")
+        + f"({n_features}, {n_features}) float64 array{'' if n_targets == 1 else 's'} of "
+        f"{_gib(8.0 * n_targets * n_features**2):.1f} GiB, "
+        f"and the {route} solve factorises a ({m}, {m}) matrix",
+    )
+
+
 def _column_scales(Zc: np.ndarray, weights: np.ndarray, offset: float | np.ndarray | None) -> np.ndarray:
     """Scales used to standardise: the weighted root mean square of each column of ``Zc``.
 
@@ -638,7 +657,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _check_params(self) -> tuple[float, float | None]:
+    def _check_params(self) -> tuple[float, float | str]:
         alpha = _check_positive("alpha", self.alpha)
         tau = self.noise_precision
         if isinstance(tau, str):
@@ -726,47 +745,13 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         previous = {k: v for k, v in vars(self).items() if k in ("n_features_in_", "feature_names_in_")}
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         y = np.asarray(y, dtype=np.float64)
-        n_samples, n_features = X.shape
-        multi = y.ndim == 2
-        n_targets = y.shape[1] if multi else 1
-
         hetero = noise_variance is not None
-        if hetero:
-            if tau != "auto" and tau != 1.0:
-                raise ValueError(
-                    "noise_precision must be 'auto' (or 1.0) when per-sample noise_variance is given: "
-                    f"the variances are used as they are, got noise_precision={self.noise_precision!r}. "
-                    "Rescale noise_variance instead."
-                )
-            r = 1.0 / self._check_noise_variance(noise_variance, n_samples)  # type: ignore[arg-type]  # not None here
-        else:
-            r = np.ones(n_samples)
-        sw = None
-        if sample_weight is not None:
-            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-            keep = sw > 0
-            if not keep.all():  # rows of weight zero have no influence: drop them
-                X, y, r, sw = X[keep], y[keep], r[keep], sw[keep]
-                n_samples = X.shape[0]
-            r = r * sw  # the weighted likelihood's precisions
-        n_obs = n_samples if sw is None else float(np.sum(sw))
+        X, y, r, sw = self._fit_rows(X, y, noise_variance, sample_weight, tau)
+        n_obs = X.shape[0] if sw is None else float(np.sum(sw))
         restricted = bool(self.fit_intercept)
-        learn_noise = not hetero and tau == "auto"
-
-        nbytes, route = _fit_memory_bytes(n_samples, n_features, restricted, learn_noise)
-        # every further target keeps its sigma_ (and its factor for sample_y)
-        nbytes += (n_targets - 1) * 8 * (2 * n_features**2 + (0 if route == "primal" else n_samples * n_features))
-        m = n_features if route == "primal" else n_samples - int(restricted)
+        n_targets = y.shape[1] if y.ndim == 2 else 1
         try:
-            _check_memory(
-                nbytes,
-                "fit",
-                f"X has shape ({n_samples}, {n_features}); the posterior covariance sigma_ alone is "
-                + ("a " if n_targets == 1 else f"{n_targets} ")
-                + f"({n_features}, {n_features}) float64 array{'' if n_targets == 1 else 's'} of "
-                f"{_gib(8.0 * n_targets * n_features**2):.1f} GiB, "
-                f"and the {route} solve factorises a ({m}, {m}) matrix",
-            )
+            _check_fit_memory(X.shape, n_targets, restricted, learn_noise=not hetero and tau == "auto")
         except MemoryLimitError:  # leave the estimator as it was (validate_data set these)
             for k in ("n_features_in_", "feature_names_in_"):
                 self.__dict__.pop(k, None)
@@ -774,6 +759,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             raise
 
         weights = r / np.sum(r)
+        n_features = X.shape[1]
         X_offset = weights @ X if restricted else np.zeros(n_features)
         # Standardise (see Notes): Xs = (X - X_offset) / X_scale, ys = (y - y_offset) / y_scale,
         # per-sample noise precisions in units of ys. X's scales do not depend on the target.
@@ -784,7 +770,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         fits = [
             self._fit_target(
                 Xs,
-                np.ascontiguousarray(y[:, j]) if multi else y,
+                np.ascontiguousarray(y[:, j]) if y.ndim == 2 else y,
                 X_offset,
                 X_scale,
                 weights,
@@ -805,6 +791,47 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self._sample_weight = sw  # of the kept rows (None without sample weights)
         self._heteroscedastic = hetero
         self._restricted = restricted
+        self._store_fits(fits, multi=y.ndim == 2)
+        self._fingerprints = [self._public_fingerprint(j) for j in self._target_indices()]
+        return self
+
+    def _fit_rows(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        noise_variance: ArrayLike | None,
+        sample_weight: ArrayLike | None,
+        tau: float | str,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The rows ``fit`` uses and their likelihood precisions.
+
+        Returns ``(X, y, r, sw)``: rows of zero sample weight dropped, ``r`` the rows'
+        relative noise precisions (``1 / noise_variance``, times the sample weights), ``sw``
+        the kept rows' sample weights (None without).
+        """
+        n_samples = X.shape[0]
+        if noise_variance is not None:
+            if tau != "auto" and tau != 1.0:
+                raise ValueError(
+                    "noise_precision must be 'auto' (or 1.0) when per-sample noise_variance is given: "
+                    f"the variances are used as they are, got noise_precision={self.noise_precision!r}. "
+                    "Rescale noise_variance instead."
+                )
+            r = 1.0 / self._check_noise_variance(noise_variance, n_samples)
+        else:
+            r = np.ones(n_samples)
+        sw = None
+        if sample_weight is not None:
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            keep = sw > 0
+            if not keep.all():  # rows of weight zero have no influence: drop them
+                X, y, r, sw = X[keep], y[keep], r[keep], sw[keep]
+            r = r * sw  # the weighted likelihood's precisions
+        return X, y, r, sw
+
+    def _store_fits(self, fits: list[dict[str, Any]], multi: bool) -> None:
+        """Set the public fitted attributes from the per-target fits of ``_fit_target``
+        (stacked along a leading ``n_targets`` axis for a 2-D ``y``)."""
         public = ("coef_", "sigma_", "intercept_", "noise_precision_", "y_scale_", "n_iter_")
         if multi:
             for name in public:
@@ -820,8 +847,6 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             self.log_marginal_likelihood_value_ = fit.pop("lml")
             self.__dict__.update(fit)
             self.__dict__.pop("_targets", None)
-        self._fingerprints = [self._public_fingerprint(j) for j in self._target_indices()]
-        return self
 
     def _fit_target(
         self,
@@ -834,7 +859,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         sw: np.ndarray | None,
         n_obs: float,
         alpha: float,
-        tau: float | None,
+        tau: float | str,
         hetero: bool,
     ) -> dict[str, Any]:
         """Posterior of one target column on the standardised inputs ``Xs``: a dict of its
@@ -885,7 +910,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             "coef_": coef,
             "sigma_": sigma,
             "intercept_": float(y_offset - X_offset @ coef) if restricted else 0.0,
-            "noise_precision_": float(tau_),  # type: ignore[arg-type]
+            "noise_precision_": float(tau_),
             "y_scale_": y_scale,
             "n_iter_": n_iter,
             "lml": log_evidence - self._log_jacobian(n_obs, restricted, y_scale),
