@@ -231,63 +231,94 @@ def _solve(
     if method == "auto":
         method = "primal" if d <= n_eff else "dual"
     if method == "dual" and restricted:
-        # Centring with the r-weighted means makes sqrt(r) orthogonal to the columns of
-        # Xw and to yw. A Householder reflection H maps sqrt(r)/|sqrt(r)| to e_1; the
-        # first row of H Xw and of H yw is then zero and is dropped, which leaves every
-        # quantity below unchanged but keeps alpha I + Xw Xw^T well conditioned.
-        u = sr / np.linalg.norm(sr)
-        u[0] -= 1.0
-        nu = np.linalg.norm(u)
-        if nu > 0:
-            u /= nu
-            Xw -= np.outer(2.0 * u, u @ Xw)  # Xw is a fresh array: update it in place
-            yw = yw - 2.0 * u * (u @ yw)
-        Xw, yw = Xw[1:], yw[1:]
+        Xw, yw = _drop_centred_direction(Xw, yw, sr)
+    if method not in ("primal", "dual"):  # pragma: no cover - internal
+        raise ValueError(f"unknown method {method!r}")
     # log|L + Xc Xc^T / alpha| = -sum(log r) + log|I_n + Xw Xw^T / alpha|
     logdet = -np.sum(np.log(r))
-    if method == "primal":
-        A = Xw.T @ Xw
-        A.flat[:: d + 1] += alpha
-        chol = _cholesky(A, "posterior precision")
-        del A
-        coef = linalg.cho_solve((chol, True), Xw.T @ yw, check_finite=False)
-        # |I_n + Xw Xw^T / alpha| = |A| / alpha^d
-        logdet += 2.0 * np.sum(np.log(np.diag(chol))) - d * math.log(alpha)
-        # y^T (L + Xc Xc^T / alpha)^{-1} y = |yw - Xw m|^2 + alpha |m|^2  (sum of squares)
-        resid = yw - Xw @ coef
-        quad = resid @ resid + alpha * (coef @ coef)
-        sigma = None
-        if compute_sigma:
-            Linv = linalg.solve_triangular(chol, np.eye(d), lower=True, overwrite_b=True, check_finite=False)
-            sigma = Linv.T @ Linv  # A^{-1} = L^{-T} L^{-1}
-            del Linv
-    elif method == "dual":
-        m_ = Xw.shape[0]
-        K = Xw @ Xw.T
-        K.flat[:: m_ + 1] += alpha
-        chol = _cholesky(K, "dual (Gram)")
-        del K
-        z = linalg.solve_triangular(chol, yw, lower=True, check_finite=False)
-        a = linalg.solve_triangular(chol.T, z, lower=False, check_finite=False)
-        coef = Xw.T @ a  # (alpha I + Xw^T Xw)^{-1} Xw^T yw = Xw^T (alpha I + Xw Xw^T)^{-1} yw
-        logdet += 2.0 * np.sum(np.log(np.diag(chol))) - m_ * math.log(alpha)
-        # y^T (L + Xc Xc^T / alpha)^{-1} y = alpha yw^T K^{-1} yw
-        quad = alpha * (z @ z)
-        sigma = None
-        if compute_sigma:
-            B = linalg.solve_triangular(chol, Xw, lower=True, check_finite=False)
-            sigma = B.T @ B
-            del B
-            sigma *= -1.0
-            sigma.flat[:: d + 1] += 1.0
-            sigma /= alpha  # (I - Xw^T K^{-1} Xw) / alpha
-            sigma = 0.5 * (sigma + sigma.T)
-    else:  # pragma: no cover - internal
-        raise ValueError(f"unknown method {method!r}")
+    solve = _solve_primal if method == "primal" else _solve_dual
+    coef, sigma, logdet_w, quad, chol = solve(Xw, yw, alpha, compute_sigma)
+    logdet += logdet_w
     log_evidence = -0.5 * (n * _LOG_2PI + logdet + quad)
     if restricted:
         log_evidence += 0.5 * _LOG_2PI - 0.5 * math.log(np.sum(r))
     return _Posterior(coef, sigma, float(log_evidence), method, chol, Xw if method == "dual" else None)
+
+
+def _drop_centred_direction(Xw: np.ndarray, yw: np.ndarray, sr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rotate the direction ``sqrt(r)`` out of the whitened rows (``n`` rows to ``n - 1``).
+
+    Centring with the r-weighted means makes ``sr = sqrt(r)`` orthogonal to the columns of
+    ``Xw`` and to ``yw``. A Householder reflection H maps ``sr / |sr|`` to ``e_1``; the first
+    row of ``H Xw`` and of ``H yw`` is then zero and is dropped, which leaves every quantity
+    of :func:`_solve` unchanged but keeps ``alpha I + Xw Xw^T`` well conditioned. ``Xw`` must
+    be a fresh array: it is updated in place.
+    """
+    u = sr / np.linalg.norm(sr)
+    u[0] -= 1.0
+    nu = np.linalg.norm(u)
+    if nu > 0:
+        u /= nu
+        Xw -= np.outer(2.0 * u, u @ Xw)
+        yw = yw - 2.0 * u * (u @ yw)
+    return Xw[1:], yw[1:]
+
+
+def _solve_primal(
+    Xw: np.ndarray, yw: np.ndarray, alpha: float, compute_sigma: bool
+) -> tuple[np.ndarray, np.ndarray | None, float, float, np.ndarray]:
+    """:func:`_solve` through the ``d x d`` posterior precision ``A = alpha I + Xw^T Xw``.
+
+    Returns ``(coef, sigma or None, log|I + Xw Xw^T / alpha|, y^T (L + Xc Xc^T / alpha)^{-1} y,
+    chol)`` with ``chol`` the lower Cholesky factor of ``A``.
+    """
+    d = Xw.shape[1]
+    A = Xw.T @ Xw
+    A.flat[:: d + 1] += alpha
+    chol = _cholesky(A, "posterior precision")
+    del A
+    coef = linalg.cho_solve((chol, True), Xw.T @ yw, check_finite=False)
+    # |I_n + Xw Xw^T / alpha| = |A| / alpha^d
+    logdet = 2.0 * np.sum(np.log(np.diag(chol))) - d * math.log(alpha)
+    # y^T (L + Xc Xc^T / alpha)^{-1} y = |yw - Xw m|^2 + alpha |m|^2  (sum of squares)
+    resid = yw - Xw @ coef
+    quad = resid @ resid + alpha * (coef @ coef)
+    sigma = None
+    if compute_sigma:
+        Linv = linalg.solve_triangular(chol, np.eye(d), lower=True, overwrite_b=True, check_finite=False)
+        sigma = Linv.T @ Linv  # A^{-1} = L^{-T} L^{-1}
+        del Linv
+    return coef, sigma, logdet, quad, chol
+
+
+def _solve_dual(
+    Xw: np.ndarray, yw: np.ndarray, alpha: float, compute_sigma: bool
+) -> tuple[np.ndarray, np.ndarray | None, float, float, np.ndarray]:
+    """:func:`_solve` through the ``n' x n'`` Gram matrix ``K = alpha I + Xw Xw^T`` (Woodbury).
+
+    Returns what :func:`_solve_primal` returns, with ``chol`` the lower Cholesky factor of ``K``.
+    """
+    m_, d = Xw.shape
+    K = Xw @ Xw.T
+    K.flat[:: m_ + 1] += alpha
+    chol = _cholesky(K, "dual (Gram)")
+    del K
+    z = linalg.solve_triangular(chol, yw, lower=True, check_finite=False)
+    a = linalg.solve_triangular(chol.T, z, lower=False, check_finite=False)
+    coef = Xw.T @ a  # (alpha I + Xw^T Xw)^{-1} Xw^T yw = Xw^T (alpha I + Xw Xw^T)^{-1} yw
+    logdet = 2.0 * np.sum(np.log(np.diag(chol))) - m_ * math.log(alpha)
+    # y^T (L + Xc Xc^T / alpha)^{-1} y = alpha yw^T K^{-1} yw
+    quad = alpha * (z @ z)
+    sigma = None
+    if compute_sigma:
+        B = linalg.solve_triangular(chol, Xw, lower=True, check_finite=False)
+        sigma = B.T @ B
+        del B
+        sigma *= -1.0
+        sigma.flat[:: d + 1] += 1.0
+        sigma /= alpha  # (I - Xw^T K^{-1} Xw) / alpha
+        sigma = 0.5 * (sigma + sigma.T)
+    return coef, sigma, logdet, quad, chol
 
 
 def _weighted_evidence_correction(r: np.ndarray, sample_weight: np.ndarray) -> float:
