@@ -41,7 +41,7 @@ def _part(name):
 def test_engine_packages_never_import_the_estimator_layer():
     """posteriors, _linalg, _curvature, _likelihoods, _prior, _networks, _init, _validation,
     _docs, metrics and exceptions know nothing of estimators, the loop or the families."""
-    engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_init", "_validation"}
+    engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_start", "_validation"}
     engine |= {"_docs", "metrics", "exceptions", "linear_model"}
     forbidden = {"_estimator", "_loop", "_families"} | PUBLIC_ESTIMATORS
     for name, path in MODULES.items():

@@ -44,9 +44,29 @@ def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu", *, generator=N
     layers.append(nn.Linear(prev, n_out, **kw))
     net = nn.Sequential(*layers)
     if generator is not None:
-        net = net.to_empty(device="cpu")
+        materialize(net, "cpu")
         init_layers(net, generator)
     return net
+
+
+def materialize(module, device):
+    """Give every parameter and buffer of ``module`` (built on the meta device) uninitialised
+    storage on ``device``, in place; returns ``module``.
+
+    What ``module.to_empty(device=...)`` does, without going through torch's meta-tensor
+    decompositions, whose first use in a process imports sympy (seconds: a user's first
+    fit would pay it).
+    """
+    for m in module.modules():
+        for name, p in list(m._parameters.items()):
+            if p is not None:
+                m._parameters[name] = nn.Parameter(
+                    torch.empty(p.shape, dtype=p.dtype, device=device), requires_grad=p.requires_grad
+                )
+        for name, b in list(m._buffers.items()):
+            if b is not None:
+                m._buffers[name] = torch.empty(b.shape, dtype=b.dtype, device=device)
+    return module
 
 
 #: Layers whose ``reset_parameters`` is PyTorch's default scheme, which
