@@ -31,7 +31,11 @@ LayerInputFn = Callable[[Tensor], Tensor]
 # Parameter-free modules that act element-wise: they may sit between the
 # Linear layers of a network that takes the fast dense-layer curvature path.
 # Element-wise activations with an in-place torch function (used when nothing needs the input).
-_IN_PLACE: dict[type[nn.Module], Callable[[Tensor], Tensor]] = {nn.ReLU: torch.relu_, nn.Tanh: torch.tanh_, nn.Sigmoid: torch.sigmoid_}
+_IN_PLACE: dict[type[nn.Module], Callable[[Tensor], Tensor]] = {
+    nn.ReLU: torch.relu_,
+    nn.Tanh: torch.tanh_,
+    nn.Sigmoid: torch.sigmoid_,
+}
 
 # Element-wise activations whose derivative follows from their output, by the functions
 # autograd itself uses: the hand-written backward pass of :meth:`DenseSpec.backward`

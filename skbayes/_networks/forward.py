@@ -77,9 +77,7 @@ class NetworkForward:
         with self._lock:
             return self._call_one_unlocked(theta, X, layer_inputs)
 
-    def _call_one_unlocked(
-        self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn] | None
-    ) -> Tensor:
+    def _call_one_unlocked(self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn] | None) -> Tensor:
         if not layer_inputs:
             return functional_call(self.module, self.layout.unflatten(theta), (X,))
         modules = dict(self.module.named_modules())
