@@ -238,7 +238,7 @@ def _rebuild_network(est: Any, network: dict[str, Any]) -> nn.Module:
     mlp = network["mlp"]
     if mlp is not None:
         with torch.device("meta"):
-            net = build_mlp(network["n_in"], mlp["hidden"], mlp["n_out"], mlp["activation"])
+            net: nn.Module = build_mlp(network["n_in"], mlp["hidden"], mlp["n_out"], mlp["activation"])
         materialize(net, "cpu")
     else:
         if est.module is None:
