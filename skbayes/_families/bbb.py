@@ -5,14 +5,11 @@ dense layers."""
 import numbers
 
 import torch
-import torch.nn.functional as F
 
-from .._curvature import reparam_gradients
+from .._curvature import neg_elbo_estimate, neg_elbo_gradients
 from .._docs import E
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
-from ..posteriors._common import is_scalar_precision
-from ..posteriors.bbb import diag_gaussian_kl
 from .base import (
     LEARNABLE_PRIOR,
     NOISE_STEP,
@@ -21,7 +18,6 @@ from .base import (
     adam_update,
     start_precision,
     tempered_precision,
-    weighted_sum,
 )
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior
@@ -151,58 +147,35 @@ class BBBFamily(PosteriorFamily):
         z = torch.zeros_like(mean)
         return post, {"step": 0, "mu_m": z.clone(), "mu_v": z.clone(), "rho_m": z.clone(), "rho_v": z.clone()}
 
-    def sampled_outputs(self, forward, mean, rho, Xb, n_samples, gen):
-        """Network outputs ``(S, M, out)`` at reparameterised samples of ``q(mean, rho)``."""
-        sigma = F.softplus(rho)
-        if bool(self.local_reparam) and forward.dense:
-            return forward.spec.local_reparam(mean, sigma * sigma, Xb, n_samples, gen)
-        eps = torch.randn(int(n_samples), mean.shape[0], generator=gen, dtype=mean.dtype, device=mean.device)
-        return forward(mean + sigma * eps, Xb)
-
     def neg_elbo_estimate(self, mean, rho, Xb, yb, ctx):
         """Unbiased minibatch estimate of the negative ELBO at ``(mean, rho)``.
 
         ``(N / (M S)) sum_{s, i} -log p(y_i | x_i, theta_s) + kl_weight * KL(q || prior)``
         with ``S = mc_samples`` reparameterised samples (each term times the row's
         weight with sample weights, see :class:`~skbayes._families.base.StepContext`). Returns
-        ``(estimate, data_term, outputs)``; ``estimate`` is differentiable in ``mean`` and ``rho``.
+        ``(estimate, data_term, outputs)``; ``estimate`` is differentiable in ``mean`` and ``rho``
+        (:func:`skbayes._curvature.neg_elbo_estimate`).
         """
-        S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
-        f = self.sampled_outputs(ctx.forward, mean, rho, Xb, S, ctx.generator)
-        data = (N / (M * S)) * weighted_sum(ctx.likelihood.nll(f, yb), ctx.weights)
-        kl = diag_gaussian_kl(mean, F.softplus(rho), ctx.prior_precision)
-        return data + self.kl_factor(ctx.kl_scale) * kl, data, f
+        return neg_elbo_estimate(ctx.forward, mean, rho, Xb, yb, ctx.likelihood, **self._objective(ctx))
 
     def neg_elbo_grad(self, mean, rho, Xb, yb, ctx):
         """Gradient of :meth:`neg_elbo_estimate` divided by ``n_train`` with respect to
-        ``(mean, rho)``, with the same random draws; returns ``(g_mean, g_rho, data, f)``.
+        ``(mean, rho)``, with the same random draws; returns ``(g_mean, g_rho, data, f)``
+        (:func:`skbayes._curvature.neg_elbo_gradients`: the backward pass written out on a
+        dense network, autograd on any other)."""
+        return neg_elbo_gradients(ctx.forward, mean, rho, Xb, yb, ctx.likelihood, **self._objective(ctx))
 
-        On a dense network the backward pass is written out (the network's through
-        :class:`~skbayes._networks.DenseSpec`, the KL's in closed form:
-        ``d KL / d mean = lam mean``, ``d KL / d sigma = lam sigma - 1 / sigma``); any
-        other network goes through autograd.
-        """
-        spec = ctx.forward.spec
-        if spec is None:
-            with torch.enable_grad():
-                mu = mean.detach().requires_grad_(True)
-                rh = rho.detach().requires_grad_(True)
-                loss, data, f = self.neg_elbo_estimate(mu, rh, Xb, yb, ctx)
-                g_mu, g_rho = torch.autograd.grad(loss / ctx.n_train, (mu, rh))
-            return g_mu, g_rho, data.detach(), f.detach()
-        S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
-        sigma = F.softplus(rho)
-        g_mu, g_sigma, nll, f = reparam_gradients(
-            spec, mean, sigma, Xb, yb, ctx.likelihood, S, ctx.generator, ctx.weights, local=bool(self.local_reparam)
-        )
-        # the data term (N / (M S)) sum nll, divided by N; the KL term's weight over N
-        c, k = 1.0 / (M * S), self.kl_factor(ctx.kl_scale) / N
-        lam = ctx.prior_precision if not is_scalar_precision(ctx.prior_precision) else float(ctx.prior_precision)
-        g_mu = c * g_mu + k * (lam * mean)
-        g_sigma = c * g_sigma + k * (lam * sigma - 1.0 / sigma)
-        g_rho = torch.ops.aten.softplus_backward(g_sigma, rho, 1.0, 20.0)  # times sigmoid(rho)
-        data = (N / (M * S)) * weighted_sum(nll, ctx.weights)
-        return g_mu, g_rho, data, f
+    def _objective(self, ctx):
+        """The step's settings of the negative ELBO (keyword arguments of its estimate and gradient)."""
+        return {
+            "n_samples": ctx.mc_samples,
+            "generator": ctx.generator,
+            "n_train": ctx.n_train,
+            "kl_weight": self.kl_factor(ctx.kl_scale),
+            "prior_precision": ctx.prior_precision,
+            "weights": ctx.weights,
+            "local": bool(self.local_reparam),
+        }
 
     def step(self, post, state, Xb, yb, ctx):
         """One Bayes-by-Backprop step: Adam on ``(mu, rho)`` with the reparameterised gradient."""

@@ -7,12 +7,12 @@ import numbers
 import torch
 from torch import nn
 
-from .._curvature import masked_minibatch_gradient
+from .._curvature import masked_gradient, masked_outputs
 from .._docs import E
 from .._networks import call_order
 from .._validation import Interval
 from ..posteriors import DropoutPosterior
-from .base import NOISE_STEP, PosteriorFamily, StepResult, adam_update, weighted_sum
+from .base import NOISE_STEP, PosteriorFamily, StepResult, adam_update
 from .bbb import FIRST_ORDER_DOCS
 
 #: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
@@ -159,11 +159,7 @@ class DropoutFamily(PosteriorFamily):
         ``theta`` (the weights, possibly requiring grad) is not masked: the masks act on
         the layer inputs, independently for every example (standard dropout).
         """
-        S, M = ctx.mc_samples, Xb.shape[0]
-        X = Xb.repeat(S, *([1] * (Xb.dim() - 1))) if S > 1 else Xb
-        masks = self._masks(post, ctx.generator)
-        f = ctx.forward(theta, X, layer_inputs={name: (lambda h, m=m: h * m(h)) for name, m in masks.items()})
-        return f.reshape(S, M, f.shape[-1])
+        return masked_outputs(ctx.forward, theta, Xb, self._masks(post, ctx.generator), ctx.mc_samples)
 
     @staticmethod
     def _masks(post, gen):
@@ -180,25 +176,11 @@ class DropoutFamily(PosteriorFamily):
 
     def step(self, post, state, Xb, yb, ctx):
         """One step of Adam on ``(N/M) sum_i nll_i(masked net) + lambda/2 ||theta||^2``, per example."""
-        S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
-        scale = N / (M * S)
         lam = float(ctx.prior_precision) * ctx.kl_scale
-        spec = ctx.forward.spec
-        if spec is not None:  # the backward pass written out (masks as in train_outputs)
-            X = Xb.repeat(S, *([1] * (Xb.dim() - 1))) if S > 1 else Xb
-            theta = post.mean_t
-            masks = self._masks(post, ctx.generator)
-            G, nll, f = masked_minibatch_gradient(spec, theta, X, masks, yb, ctx.likelihood, S, ctx.weights)
-            g = (scale * G + lam * theta) / N
-            state["step"] += 1
-            post.mean_t = adam_update(theta, g, state, "w", float(self.learning_rate))
-            return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, NOISE_STEP)
-        with torch.enable_grad():
-            theta = post.mean_t.detach().requires_grad_(True)
-            f = self.train_outputs(post, theta, Xb, ctx)
-            data = scale * weighted_sum(ctx.likelihood.nll(f, yb), ctx.weights)
-            loss = data + 0.5 * lam * (theta * theta).sum()
-            (g,) = torch.autograd.grad(loss / N, (theta,))
+        masks = self._masks(post, ctx.generator)
+        g, data, f = masked_gradient(
+            ctx.forward, post.mean_t, Xb, masks, yb, ctx.likelihood, ctx.mc_samples, ctx.n_train, lam, ctx.weights
+        )
         state["step"] += 1
         post.mean_t = adam_update(post.mean_t, g, state, "w", float(self.learning_rate))
-        return StepResult(float(data.detach()), f.detach(), NOISE_STEP)
+        return StepResult(float(data), f, NOISE_STEP)
