@@ -2,9 +2,13 @@
 gradients and Adam, with the local reparameterisation trick (Kingma et al., 2015) for
 dense layers."""
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import Tensor
 
 from .._curvature import neg_elbo_estimate, neg_elbo_gradients
 from .._docs import E
@@ -13,15 +17,18 @@ from ..posteriors import SoftplusGaussian
 from .base import (
     LEARNABLE_PRIOR,
     NOISE_STEP,
+    FamilyState,
     PosteriorFamily,
+    StepContext,
     StepResult,
     adam_update,
     start_precision,
     tempered_precision,
 )
 
-#: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior
-#: (the value of the Kronecker-factored estimators).
+if TYPE_CHECKING:
+    from .._networks import NetworkForward
+    from .._start import InitialPrecision
 
 #: Docstring entries of the first-order baselines (BBB and MC dropout), worded for the fit
 #: of a loss by Adam where SLANG's wording speaks of natural-gradient steps.
@@ -85,7 +92,7 @@ FIRST_ORDER_DOCS = {
 }
 
 
-class BBBFamily(PosteriorFamily):
+class BBBFamily(PosteriorFamily[SoftplusGaussian]):
     """Mean-field Gaussian with softplus standard deviations, fitted by Adam on the
     reparameterised negative ELBO."""
 
@@ -95,6 +102,7 @@ class BBBFamily(PosteriorFamily):
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
         "local_reparam": [BOOLEAN],
     }
+    local_reparam: bool
 
     param_docs = {
         **{k: v for k, v in FIRST_ORDER_DOCS.items() if k != "kl_annealing"},  # the shared schedule on kl_weight
@@ -133,7 +141,15 @@ class BBBFamily(PosteriorFamily):
         ),
     }
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+    def init_posterior(
+        self,
+        mean: Tensor,
+        precision: InitialPrecision | None,
+        n_train: float,
+        forward: NetworkForward,
+        kl_scale: float,
+        prior_precision: float | Tensor,
+    ) -> tuple[SoftplusGaussian, FamilyState]:
         kf = self.kl_factor(kl_scale)
         if precision is None:
             # the prior plus one unit of curvature per training example (as SLANG and VOGN)
@@ -147,7 +163,9 @@ class BBBFamily(PosteriorFamily):
         z = torch.zeros_like(mean)
         return post, {"step": 0, "mu_m": z.clone(), "mu_v": z.clone(), "rho_m": z.clone(), "rho_v": z.clone()}
 
-    def neg_elbo_estimate(self, mean, rho, Xb, yb, ctx):
+    def neg_elbo_estimate(
+        self, mean: Tensor, rho: Tensor, Xb: Tensor, yb: Tensor, ctx: StepContext
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """Unbiased minibatch estimate of the negative ELBO at ``(mean, rho)``.
 
         ``(N / (M S)) sum_{s, i} -log p(y_i | x_i, theta_s) + kl_weight * KL(q || prior)``
@@ -158,14 +176,16 @@ class BBBFamily(PosteriorFamily):
         """
         return neg_elbo_estimate(ctx.forward, mean, rho, Xb, yb, ctx.likelihood, **self._objective(ctx))
 
-    def neg_elbo_grad(self, mean, rho, Xb, yb, ctx):
+    def neg_elbo_grad(
+        self, mean: Tensor, rho: Tensor, Xb: Tensor, yb: Tensor, ctx: StepContext
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Gradient of :meth:`neg_elbo_estimate` divided by ``n_train`` with respect to
         ``(mean, rho)``, with the same random draws; returns ``(g_mean, g_rho, data, f)``
         (:func:`skbayes._curvature.neg_elbo_gradients`: the backward pass written out on a
         dense network, autograd on any other)."""
         return neg_elbo_gradients(ctx.forward, mean, rho, Xb, yb, ctx.likelihood, **self._objective(ctx))
 
-    def _objective(self, ctx):
+    def _objective(self, ctx: StepContext) -> dict[str, Any]:
         """The step's settings of the negative ELBO (keyword arguments of its estimate and gradient)."""
         return {
             "n_samples": ctx.mc_samples,
@@ -177,7 +197,7 @@ class BBBFamily(PosteriorFamily):
             "local": bool(self.local_reparam),
         }
 
-    def step(self, post, state, Xb, yb, ctx):
+    def step(self, post: SoftplusGaussian, state: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One Bayes-by-Backprop step: Adam on ``(mu, rho)`` with the reparameterised gradient."""
         # Adam on the negative ELBO per training example (Adam is invariant to the scale).
         g_mu, g_rho, data, f = self.neg_elbo_grad(post.mean_t, post.rho_t, Xb, yb, ctx)
