@@ -32,6 +32,7 @@ if TYPE_CHECKING:
 
     from ._loop import Likelihood
     from ._parallel import ThreadScope
+    from ._predictive import CovarianceTensors
     from .posteriors._common import PosteriorTensors
 
     RandomStateLike = int | np.random.RandomState | None
@@ -945,7 +946,8 @@ class BayesianNetwork(BaseEstimator):
 
     def _glm_moments_t(self, Xt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean ``(n, k)`` and covariance ``(n, k, k)`` of the linearised network's outputs."""
-        mean, cov = linearized_moments(self.posterior_, self._forward, Xt)
+        posterior = cast("CovarianceTensors", self.posterior_)  # a Gaussian one: MC dropout has no predictive
+        mean, cov = linearized_moments(posterior, self._forward, Xt)
         self._check_finite("network outputs", mean, cov)
         return mean, cov
 

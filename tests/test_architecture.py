@@ -41,7 +41,7 @@ def _part(name):
 def test_engine_packages_never_import_the_estimator_layer():
     """posteriors, _linalg, _curvature, _likelihoods, _prior, _networks, _init, _validation,
     _docs, metrics and exceptions know nothing of estimators, the loop or the families."""
-    engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_init", "_validation"}
+    engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_start", "_validation"}
     engine |= {"_docs", "metrics", "exceptions", "linear_model"}
     forbidden = {"_estimator", "_loop", "_families"} | PUBLIC_ESTIMATORS
     for name, path in MODULES.items():
@@ -75,6 +75,37 @@ def test_public_estimator_modules_are_thin():
     for stem in PUBLIC_ESTIMATORS:
         parts = {_part(i) for i in _imports(MODULES[f"skbayes.{stem}"])}
         assert parts <= {"_docs", "_estimator", "_families"}, (stem, parts)
+
+
+#: What computes a gradient: autograd (``torch.autograd``, ``enable_grad``, ``requires_grad_``),
+#: a backward pass (``.backward(``, an op's ``*_backward``), the dense engine's taped forward
+#: pass and weight gradients, the likelihoods' output gradient. Families take every gradient
+#: from ``_curvature``.
+GRADIENT_NAMES = {"autograd", "backward", "enable_grad", "requires_grad_", "forward_tape", "weight_grads"}
+GRADIENT_NAMES |= {"local_reparam_tape", "nll_grad", "vjp", "jacrev", "jacfwd"}
+
+
+def _gradient_names(path):
+    """The names (attributes, variables, imports) of ``GRADIENT_NAMES`` and ``*_backward`` a file uses."""
+    used = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            used.add(node.attr)
+        elif isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.alias):
+            used.update(node.name.split("."))
+    return {u for u in used if u in GRADIENT_NAMES or u.endswith("_backward")}
+
+
+def test_families_compute_no_gradient_themselves():
+    """No family calls ``torch.autograd``, ``.backward(`` or the dense engine's backward pass:
+    minibatch gradients, per-example gradients and curvature come from ``_curvature``."""
+    families = [(name, path) for name, path in MODULES.items() if _part(name) == "_families"]
+    assert len(families) >= 6
+    for name, path in families:
+        assert not _gradient_names(path), (name, sorted(_gradient_names(path)))
+        assert ".backward(" not in path.read_text() and "torch.autograd" not in path.read_text(), name
 
 
 def test_only_the_loop_advances_the_step_counter():

@@ -1,10 +1,14 @@
 """SLANG (Mishkin et al., NeurIPS 2018): low-rank-plus-diagonal precision from
 back-propagated per-example gradients; mean-field VOGN is its rank-0 case."""
 
+from __future__ import annotations
+
 import math
 import numbers
+from typing import TYPE_CHECKING
 
 import torch
+from torch import Tensor
 
 from .._curvature import per_example_curvature
 from .._docs import E
@@ -14,7 +18,9 @@ from ..posteriors import LowRankGaussian
 from ..posteriors.slang import slang_precision_update
 from .base import (
     LEARNABLE_PRIOR,
+    FamilyState,
     PosteriorFamily,
+    StepContext,
     StepResult,
     data_factor,
     scaled_prior,
@@ -23,8 +29,13 @@ from .base import (
     weighted_sum,
 )
 
+if TYPE_CHECKING:
+    from .._memory import Layer, MemoryPart
+    from .._networks import NetworkForward
+    from .._start import InitialPrecision
 
-def _power(t, p):
+
+def _power(t: float, p: float) -> float:
     """``t ** p``, infinite where it overflows (the decayed step sizes are then 0)."""
     try:
         return t**p
@@ -36,7 +47,7 @@ def _power(t, p):
 DEFAULT_RANK = 8
 
 
-class SLANGFamily(PosteriorFamily):
+class SLANGFamily(PosteriorFamily[LowRankGaussian]):
     """Low-rank plus diagonal Gaussian, updated by SLANG's Algorithm 1 (with momentum
     and optional step-size decay)."""
 
@@ -50,6 +61,11 @@ class SLANGFamily(PosteriorFamily):
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
     }
+    rank: int
+    beta: float
+    momentum: float
+    lr_decay: float | None
+    damping: float
     step_size_names = ("beta",)
 
     param_docs = {
@@ -135,7 +151,9 @@ class SLANGFamily(PosteriorFamily):
         ),
     }
 
-    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+    def memory_parts(
+        self, layers: list[Layer], batch_size: int, mc_samples: int, itemsize: int, dense: bool = True
+    ) -> list[MemoryPart]:
         """Mean, ``d``, momentum and two ``D x L`` factors (``U`` and the spare one the update
         writes into); a step's low-rank update works on ``D x (L + S M)`` matrices (a few
         copies), and custom modules hold the per-example gradients (``S M x D``)."""
@@ -160,7 +178,15 @@ class SLANGFamily(PosteriorFamily):
             ),
         ]
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+    def init_posterior(
+        self,
+        mean: Tensor,
+        precision: InitialPrecision | None,
+        n_train: float,
+        forward: NetworkForward,
+        kl_scale: float,
+        prior_precision: float | Tensor,
+    ) -> tuple[LowRankGaussian, FamilyState]:
         D = mean.shape[0]
         L = min(int(self.rank), D)
         if int(self.rank) > max(D, DEFAULT_RANK):  # the default is clipped silently on tiny networks
@@ -177,7 +203,7 @@ class SLANGFamily(PosteriorFamily):
         U0 = mean.new_zeros(L, D).T  # (D, L) view of a contiguous (L, D) tensor
         return LowRankGaussian(mean, U0, d0), {"momentum": torch.zeros_like(mean)}
 
-    def step(self, post, state, Xb, yb, ctx):
+    def step(self, post: LowRankGaussian, state: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One SLANG step (Algorithm 1 with momentum and optional decay)."""
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t, ctx.n_train
         decay = 1.0 + (_power(t, float(self.lr_decay)) if self.lr_decay else 0.0)
