@@ -928,12 +928,15 @@ def main(argv=None):
     ap.add_argument("--from-json", nargs="+", default=None, metavar="IN", help="print the tables of saved results")
     args = ap.parse_args(argv)
     if args.from_json:
-        results, cmds = [], []
+        results, cmds, cands, default_of = [], [], {}, {}
         for path in args.from_json:
             with open(path) as fh:
                 saved = json.load(fh)
             results += saved["results"]
             cmds.append(saved["command"])
+            for m, labels in saved.get("sweep", {}).get("candidates", {}).items():
+                cands[m] = list(dict.fromkeys(cands.get(m, []) + labels))
+            default_of.update(saved.get("sweep", {}).get("default_of", {}))
         print("# Uncertainty benchmark (bench_uncertainty.py), saved results of:\n")
         for c in cmds:
             print(f"    {c}")
@@ -941,7 +944,10 @@ def main(argv=None):
         print("\n## Results (mean ± std error over the seeds; best in bold; (!) see below)")
         present = [d for d in DATASETS if any(r["dataset"] == d for r in results)]
         report(results, shown, TASKS, present)
-        targets(results)
+        if cands:  # saved by --sweep runs: the protocol over all of them together
+            protocol(results, cands, default_of)
+        else:
+            targets(results)
         return 0
 
     tasks = [t for t in args.tasks.split(",") if t]
@@ -1049,12 +1055,13 @@ def main(argv=None):
     )
     t0 = time.perf_counter()
     results = []
+    saved_sweep = dict(candidates={m: list(cs) for m, cs in cands.items()}, default_of=default_of) if args.sweep else {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for r in pool.map(run_job, jobs):
             results.append(r)
             if args.json:  # saved as they come, so that an interrupted run keeps what it measured
                 with open(args.json, "w") as fh:
-                    json.dump(dict(command=cmd, results=results), fh, indent=1, default=str)
+                    json.dump(dict(command=cmd, results=results, sweep=saved_sweep), fh, indent=1, default=str)
             print(
                 f"  done {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: "
                 f"fit {r.get('fit_s', math.nan):.1f} s" + (f"  PROBLEM {r['problems']}" if r["problems"] else ""),
