@@ -915,6 +915,7 @@ def main(argv=None):
     ap.add_argument("--datasets", default=None, help=f"from {list(DATASETS)}")
     ap.add_argument("--methods", default=None, help=f"from {list(SKB_ALL + PEERS)}")
     ap.add_argument("--seeds", type=int, default=None, help="seeds (splits) per data set; default 3, --quick 1")
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (to split a run)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (one torch thread each)")
     ap.add_argument("--epochs", type=int, default=None, help="max_iter of every network (default: their own)")
     ap.add_argument("--fashion-rows", type=int, default=10_000, help="Fashion-MNIST training rows")
@@ -992,7 +993,8 @@ def main(argv=None):
     print(f"command: {cmd}")
     print(
         f"{library_version()}, torch {torch.__version__}, scikit-learn {sklearn.__version__}; "
-        f"{args.jobs} worker processes with 1 torch thread each, {os.cpu_count()} CPUs; seeds 0..{seeds - 1}"
+        f"{args.jobs} worker processes with 1 torch thread each, {os.cpu_count()} CPUs; "
+        f"seeds {args.first_seed}..{args.first_seed + seeds - 1}"
         + (f"; every network max_iter={epochs}" if epochs else "")
     )
     if args.set:
@@ -1028,7 +1030,7 @@ def main(argv=None):
     jobs = []
     for d, fit in fits:
         task = "reg" if d in REGRESSION else "clf"
-        for seed in range(seeds):
+        for seed in range(args.first_seed, args.first_seed + seeds):
             for label, m, ov in variants:
                 if (task == "clf" and m in REG_ONLY) or (task == "reg" and m in CLF_ONLY):
                     continue
