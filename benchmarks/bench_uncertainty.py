@@ -831,6 +831,8 @@ def protocol(results, candidates, default_of):
             ranks = {c: [] for c in cands}
             better = {c: 0 for c in cands}  # pairs where c beats the current default
             dflt = default_of[est]
+            if isinstance(dflt, dict):  # per task; older saved sweeps hold one label
+                dflt = dflt["reg" if grp == "regression" else "clf"]
             for (_, _, _, higher), per in table.items():
                 if dflt in per:
                     ref = np.mean(per[dflt])
@@ -846,7 +848,7 @@ def protocol(results, candidates, default_of):
             mean_rank = {c: float(np.mean(v)) for c, v in ranks.items() if v}
             best = min(mean_rank.values())
             tied = [c for c, v in mean_rank.items() if abs(v - best) < 1e-12]
-            win = default_of[est] if default_of[est] in tied else tied[0]
+            win = dflt if dflt in tied else tied[0]
             winners[(est, grp)] = (win, mean_rank)
             print(f"### {LABEL[est]}, {grp} ({len(table)} data-set/metric pairs)\n")
             print("| candidate | mean rank | pairs better than the current default |\n|---|---:|---:|")
@@ -861,7 +863,11 @@ def protocol(results, candidates, default_of):
 
 
 def sweep_candidates(methods, grid):
-    """For each skbayes method: {variant label: params}, candidates it rejects dropped (and printed)."""
+    """For each skbayes method: {variant label: params}, candidates it rejects dropped (and printed).
+
+    ``default_of[m]`` is ``{'clf': label, 'reg': label}``: the classifier's and the regressor's
+    current defaults may differ.
+    """
     from sklearn.datasets import make_classification
 
     import skbayes
@@ -876,8 +882,8 @@ def sweep_candidates(methods, grid):
         for k in grid:
             if k not in defaults:
                 skipped.append(f"{m}: has no parameter {k!r}; swept without it")
-        default_params = {k: defaults.get(k) for k in names}
-        cands[m] = {}
+        task_defaults = dict(clf=defaults, reg=getattr(skbayes, stem + "Regressor")().get_params())
+        cands[m], default_of[m] = {}, {}
         for values in itertools.product(*(grid[k] for k in names)):
             params = dict(zip(names, values))
             label = f"{m}[" + ",".join(f"{k}={v}" for k, v in params.items()) + "]"
@@ -887,12 +893,14 @@ def sweep_candidates(methods, grid):
                 skipped.append(f"skipped {label}, rejected: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}")
                 continue
             cands[m][label] = params
-            if all(default_params[k] == params[k] for k in names):
-                default_of[m] = label
-        if m not in default_of:  # the default is not on the grid (or the grid names a parameter m lacks)
+            for task, d in task_defaults.items():
+                if all(d.get(k) == params[k] for k in names):
+                    default_of[m][task] = label
+        missing = [task for task in task_defaults if task not in default_of[m]]
+        if missing:  # the default is not on the grid (or the grid names a parameter m lacks)
             label = f"{m}[defaults]"
             cands[m] = {label: {}, **cands[m]}
-            default_of[m] = label
+            default_of[m].update(dict.fromkeys(missing, label))
     return cands, default_of, skipped
 
 
