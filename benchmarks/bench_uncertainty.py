@@ -104,7 +104,7 @@ Run:  python benchmarks/bench_uncertainty.py --quick          (smoke run: digits
 Options: --tasks ood,shift,selective,regression  --datasets digits,fashion,diabetes
          --methods slang,kfac,mlp,ensemble  --seeds 3  --jobs 2  --json out.json
          --set slang.kl_weight=0.1  --set '*.predictive="glm"'   (as benchmarks/_harness.py)
-         --sweep [--grid kl_weight=1,0.3]
+         --sweep [--grid kl_weight=1,0.3]  --seeds 1 --first-seed 2   (seed 2 alone; merge with --from-json)
 """
 
 import argparse
