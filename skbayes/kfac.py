@@ -129,7 +129,7 @@ class NoisyEKFACRegressor(BayesianNetworkRegressor):
         learning_rate=0.01,
         factor_decay=0.05,
         scale_decay=0.05,
-        kl_weight=1.0,
+        kl_weight=0.3,
         prior_precision=1.0,
         damping=0.1,
         momentum=0.9,

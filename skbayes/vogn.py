@@ -67,8 +67,8 @@ class VOGNRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="sampled",
-        kl_weight=1.0,
+        predictive="glm",
+        kl_weight=0.3,
     ):
         store_init_params(locals())
 

@@ -223,13 +223,25 @@ def test_bbb_gradient_of_any_module_equals_the_dense_one(S):
 def test_bbb_initial_variances_and_step_bookkeeping():
     X, y = reg_data(100, scale=True)
     est = BBBRegressor(
-        hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default", random_state=0
+        hidden_layer_sizes=(4,),
+        max_iter=1,
+        batch_size=100,
+        prior_precision=2.0,
+        kl_weight=1.0,
+        init="default",
+        random_state=0,
     )
     est.fit(X, y)
     assert est.t_ == 1 and est._state["step"] == 1
-    # one Adam step of size lr from sigma^2 = 1 / (N + lambda): every |change| of rho is about lr
+    # one Adam step of size lr from sigma^2 = 1 / (N / kl_weight + lambda): every |change| of rho is about lr
     fresh = BBBRegressor(
-        hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default", random_state=0
+        hidden_layer_sizes=(4,),
+        max_iter=1,
+        batch_size=100,
+        prior_precision=2.0,
+        kl_weight=1.0,
+        init="default",
+        random_state=0,
     )
     fresh.partial_fit(X, y)  # one epoch = one step
     rho_init = inverse_softplus(torch.full((est.posterior_.n_params,), (1 / 102.0) ** 0.5, dtype=DT)).numpy()

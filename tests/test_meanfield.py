@@ -61,7 +61,8 @@ def _small_data(kind, n=60, seed=0):
 def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     X, y = _small_data(kind)
     kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, beta=0.05, random_state=3)
-    a, b = Vogn(**kw), Slang(rank=0, **kw)
+    own = {k: Vogn().get_params()[k] for k in ("kl_weight", "predictive")}  # VOGNRegressor's are its own
+    a, b = Vogn(**kw), Slang(rank=0, **kw, **own)
     for _epoch in range(4):  # 4 steps per epoch
         a.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
         b.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
@@ -77,7 +78,7 @@ def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fa = Vogn(max_iter=3, random_state=0).fit(X, y)
-        fb = Slang(rank=0, learning_rate=0.05, beta=0.05, max_iter=3, random_state=0).fit(X, y)
+        fb = Slang(rank=0, learning_rate=0.05, beta=0.05, max_iter=3, random_state=0, **own).fit(X, y)
     np.testing.assert_array_equal(fa.posterior_.mean, fb.posterior_.mean)
     np.testing.assert_array_equal(fa.posterior_.d, fb.posterior_.d)
 
@@ -89,10 +90,13 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     slang = Slang().get_params()
     slang.pop("rank")
     # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
-    # low-rank steps need 0.01 (docs/slang.md)
+    # low-rank steps need 0.01 (docs/slang.md); and the regressor's kl_weight and predictive,
+    # chosen for each by the defaults protocol (docs/uncertainty.md)
     for name in ("learning_rate", "beta"):
         assert est.get_params()[name] == 0.05 and slang[name] == 0.01
-    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01} == slang
+    own = {"kl_weight": 0.3, "predictive": "glm"} if Vogn is VOGNRegressor else {}
+    assert {k: est.get_params()[k] for k in own} == own
+    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01, "kl_weight": 1.0, "predictive": "sampled"} == slang
     with pytest.raises(ValueError, match="rank"):
         est.set_params(rank=2)
     c = clone(Vogn(prior_precision=3.0, beta=0.1))
