@@ -13,7 +13,11 @@ from skbayes import all_estimators
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "skbayes"
 #: The public estimator modules (skbayes/slang.py, ...), from the registry.
 PUBLIC_ESTIMATORS = {e.estimator.__module__.rsplit(".", 1)[1] for e in all_estimators(network=True)}
-METHOD_NAMES = re.compile(r"\b(beta|damping|rank|slang|kfac|ekfac|vadam|vprop|vogn|bbb|dropout)\b", re.IGNORECASE)
+#: Words that name a method or one of its step sizes (the registry's methods and modules, and a few more).
+_WORDS = {"beta", "damping", "rank", "vprop"} | PUBLIC_ESTIMATORS | {e.method for e in all_estimators(network=True)}
+METHOD_NAMES = re.compile(r"\b(" + "|".join(sorted(_WORDS)) + r")\b", re.IGNORECASE)
+#: How the generated imports table names every public estimator module (one row for all of them).
+METHOD_ROW = "<method>"
 
 
 def _module_name(path):
@@ -39,7 +43,7 @@ def _part(name):
 
 
 def test_engine_packages_never_import_the_estimator_layer():
-    """posteriors, _linalg, _curvature, _likelihoods, _prior, _networks, _init, _validation,
+    """posteriors, _linalg, _curvature, _likelihoods, _prior, _networks, _start, _validation,
     _docs, metrics and exceptions know nothing of estimators, the loop or the families."""
     engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_start", "_validation"}
     engine |= {"_docs", "metrics", "exceptions", "linear_model"}
@@ -159,13 +163,21 @@ def _collect_imports(path, runtime_only):
     return out
 
 
-def import_table():
+def _row(part):
+    """The table's name of a part: every public estimator module is one row, ``<method>``, so
+    that adding a method leaves the table as it is."""
+    return METHOD_ROW if part in PUBLIC_ESTIMATORS else part
+
+
+def import_table(collapse=True):
     """``{part: sorted parts it imports at run time}`` for every part of the package (a top-level
-    module or subpackage; ``__init__`` is the package itself), as the docs page lists it."""
+    module or subpackage; ``__init__`` is the package itself), as the docs page lists it: with
+    ``collapse``, the public estimator modules as one part, ``<method>``."""
     table = {}
+    name_of = _row if collapse else (lambda part: part)
     for name, path in MODULES.items():
-        part = _part(name) or "__init__"
-        deps = {_part(i) or "__init__" for i in _runtime_imports(path)} - {part}
+        part = name_of(_part(name) or "__init__")
+        deps = {name_of(_part(i) or "__init__") for i in _runtime_imports(path)} - {part}
         table.setdefault(part, set()).update(deps)
     return {k: sorted(v) for k, v in sorted(table.items())}
 
@@ -187,6 +199,14 @@ def test_docs_table_of_imports_matches_the_code():
     """docs/architecture.md's table lists every part's run-time imports exactly (regenerate it
     with ``python tests/test_architecture.py`` after changing imports)."""
     assert _documented_table() == format_table(import_table())
+
+
+def test_every_public_estimator_module_imports_the_same_parts():
+    """The table's one ``<method>`` row stands for every public estimator module exactly."""
+    full = import_table(collapse=False)
+    rows = {stem: full[stem] for stem in PUBLIC_ESTIMATORS}
+    assert len({tuple(v) for v in rows.values()}) == 1, rows
+    assert import_table()[METHOD_ROW] == next(iter(rows.values()))
 
 
 if __name__ == "__main__":
