@@ -23,6 +23,8 @@ import skbayes
 REGISTRY_METHODS = {
     e.method: e.name.removesuffix("Regressor") for e in skbayes.all_estimators(task="regressor", network=True)
 }
+#: The registry's network methods whose posterior is a Gaussian over the weights.
+REGISTRY_GAUSSIAN = tuple(e.method for e in skbayes.all_estimators(task="regressor", network=True, gaussian=True))
 # method name: (estimator class stem, extra constructor arguments): every registry method at its
 # defaults, and the variants the benchmarks compare
 METHODS = {

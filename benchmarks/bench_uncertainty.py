@@ -123,10 +123,12 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
-from _harness import apply_overrides, library_version, mean_se, parse_overrides
+from _harness import REGISTRY_GAUSSIAN, REGISTRY_METHODS, apply_overrides, library_version, mean_se, parse_overrides
 from bench_fashion import read_idx
 
+# skbayes's methods: these first, then any other network method of the registry
 SKB = ("slang", "vogn", "vadam", "bbb", "mcdropout", "kfac", "ekfac")
+SKB += tuple(m for m in REGISTRY_METHODS if m not in SKB)
 SKB_ALL = SKB + ("vprop",)
 PEERS = ("mlp", "ensemble", "logreg", "bayesridge", "gp", "laplace_ll", "laplace_kron")
 CLF_ONLY, REG_ONLY = ("logreg",), ("bayesridge", "gp")
@@ -671,7 +673,7 @@ def report(results, variants, tasks, datasets):
 
 
 # --- issue 23's targets -------------------------------------------------------------------
-GAUSSIAN = ("slang", "vogn", "vadam", "vprop", "bbb", "kfac", "ekfac")
+GAUSSIAN = ("vprop",) + REGISTRY_GAUSSIAN
 
 
 def targets(results):
