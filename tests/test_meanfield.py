@@ -88,10 +88,11 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert "rank" not in est.get_params() and Vogn.rank == 0
     slang = Slang().get_params()
     slang.pop("rank")
-    # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
-    # low-rank steps need 0.01 (docs/slang.md)
-    for name in ("learning_rate", "beta"):
-        assert est.get_params()[name] == 0.05 and slang[name] == 0.01
+    # same names, same defaults, except the step sizes: rank 0 is stable at learning_rate 0.05,
+    # SLANG's low-rank steps need 0.01 (docs/slang.md); VOGN's precision step is 0.005 (its
+    # empirical-Fisher precision forgets the i-BLM start over about 200 steps; docs/meanfield.md)
+    assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == 0.005
+    assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
     assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01} == slang
     with pytest.raises(ValueError, match="rank"):
         est.set_params(rank=2)
