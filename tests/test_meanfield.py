@@ -77,7 +77,7 @@ def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fa = Vogn(max_iter=3, random_state=0).fit(X, y)
-        fb = Slang(rank=0, learning_rate=0.05, beta=0.005, max_iter=3, random_state=0).fit(X, y)
+        fb = Slang(rank=0, learning_rate=0.05, beta="auto", max_iter=3, random_state=0).fit(X, y)
     np.testing.assert_array_equal(fa.posterior_.mean, fb.posterior_.mean)
     np.testing.assert_array_equal(fa.posterior_.d, fb.posterior_.d)
 
@@ -89,16 +89,44 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     slang = Slang().get_params()
     slang.pop("rank")
     # same names, same defaults, except the step sizes: rank 0 is stable at learning_rate 0.05,
-    # SLANG's low-rank steps need 0.01 (docs/slang.md); VOGN's precision step is 0.005 (its
-    # empirical-Fisher precision forgets the i-BLM start over about 200 steps; docs/meanfield.md)
-    assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == 0.005
+    # SLANG's low-rank steps need 0.01 (docs/slang.md); VOGN's precision step is 'auto'
+    # (min(0.05, M / (4 N)), docs/meanfield.md)
+    assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
     assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
-    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01} == slang
     with pytest.raises(ValueError, match="rank"):
         est.set_params(rank=2)
     c = clone(Vogn(prior_precision=3.0, beta=0.1))
     assert c.get_params()["prior_precision"] == 3.0 and c.get_params()["beta"] == 0.1
     assert not re.search(r"\n    rank : ", Vogn.__doc__)
+
+
+def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
+    """beta='auto' is min(0.05, M / (4 N)) at every step, the last (smaller) minibatch included,
+    and trains exactly as the same float beta."""
+    import skbayes._families.slang as slang_mod
+
+    seen = []
+    real = slang_mod.slang_precision_update
+
+    def spy(U, d, curv, scale, beta, *args, **kw):
+        seen.append(beta)
+        return real(U, d, curv, scale, beta, *args, **kw)
+
+    monkeypatch.setattr(slang_mod, "slang_precision_update", spy)
+    X, y = _small_data("logreg", n=400)
+    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        VOGNClassifier(**kw).fit(X, y)  # 8 minibatches of 48 rows, one of 16
+        assert seen == [48 / 1600] * 8 + [16 / 1600]
+        seen.clear()
+        VOGNClassifier(**kw).fit(X[:60], y[:60])  # 48 / 240 = 0.2, 12 / 240 = 0.05: capped at 0.05
+        assert seen == [0.05, 0.05]
+        X2, y2 = X[:384], y[:384]  # 8 full minibatches: beta = 48 / 1536 at every step
+        a = VOGNClassifier(**kw).fit(X2, y2)
+        b = VOGNClassifier(**kw, beta=48 / 1536).fit(X2, y2)
+    np.testing.assert_array_equal(a.posterior_.d, b.posterior_.d)
+    np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
 
 
 @pytest.mark.parametrize("Est", [VadamRegressor, VadamClassifier])

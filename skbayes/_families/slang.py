@@ -8,7 +8,7 @@ import torch
 
 from .._curvature import per_example_curvature
 from .._docs import E
-from .._validation import NONE, Interval
+from .._validation import NONE, Interval, Options
 from ..exceptions import _warn
 from ..posteriors import LowRankGaussian
 from ..posteriors.slang import slang_precision_update
@@ -32,6 +32,12 @@ def _power(t, p):
         return math.inf
 
 
+def auto_beta(M, N):
+    """``beta='auto'``: ``min(0.05, M / (4 N))`` for a minibatch of ``M`` of ``N`` rows: each row
+    weighs ``1 / (4 N)`` in the precision's moving average (a time constant of four epochs)."""
+    return min(0.05, M / (4.0 * N))
+
+
 #: The estimators' default ``rank`` (clipped to ``D`` without a warning on smaller networks).
 DEFAULT_RANK = 8
 
@@ -44,7 +50,7 @@ class SLANGFamily(PosteriorFamily):
         "rank": [Interval(numbers.Integral, 0, None, closed="left")],
         "prior_precision": LEARNABLE_PRIOR,
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "beta": [Interval(numbers.Real, 0, 1, closed="right")],
+        "beta": [Interval(numbers.Real, 0, 1, closed="right"), Options(("auto",))],
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
         "lr_decay": [Interval(numbers.Real, 0, None, closed="left"), NONE],
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
@@ -78,11 +84,17 @@ class SLANGFamily(PosteriorFamily):
             Step size ``alpha`` of the natural-gradient mean update.""",
         ),
         "beta": E(
-            "float",
+            "float or 'auto'",
             """
             Step size of the precision update (the weight of the new curvature
             in ``P <- (1 - beta) P + beta (N * EF + lambda I)``); also the step of
-            the regressors' noise-precision update.""",
+            the regressors' noise-precision update. 'auto': ``min(0.05, M / (4 N))``
+            for a minibatch of ``M`` of the ``N`` training rows, so that the precision
+            forgets its start over about four passes through the data, and never in
+            fewer than 20 steps. On a wide network with many steps per epoch a faster
+            update lets the empirical Fisher, which shrinks as the fit improves, fall
+            below the prior for most weights within an epoch (see the mean-field
+            estimators page).""",
         ),
         "momentum": E(
             "float",
@@ -182,7 +194,8 @@ class SLANGFamily(PosteriorFamily):
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t, ctx.n_train
         decay = 1.0 + (_power(t, float(self.lr_decay)) if self.lr_decay else 0.0)
         alpha = float(self.learning_rate) / decay
-        beta = float(self.beta) / decay
+        beta = auto_beta(M, N) if self.beta == "auto" else float(self.beta)
+        beta = beta / decay
         lam = scaled_prior(ctx.prior_precision, 1.0)
         theta = post.sample_t(S, generator=ctx.generator)
         if ctx.weights is None:
