@@ -90,7 +90,7 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     slang.pop("rank")
     # same names, same defaults, except the step sizes: rank 0 is stable at learning_rate 0.05,
     # SLANG's low-rank steps need 0.01 (docs/slang.md); VOGN's precision step is 'auto'
-    # (min(0.05, M / (4 N)), docs/meanfield.md)
+    # (min(0.05, B / (4 N)), docs/meanfield.md)
     assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
     assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
     with pytest.raises(ValueError, match="rank"):
@@ -101,8 +101,8 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
 
 
 def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
-    """beta='auto' is min(0.05, M / (4 N)) at every step, the last (smaller) minibatch included,
-    and trains exactly as the same float beta."""
+    """beta='auto' is min(0.05, B / (4 N)) at every step, B the batch size (a ragged last minibatch
+    takes the same step), and trains exactly as the same float beta."""
     import skbayes._families.slang as slang_mod
 
     seen = []
@@ -118,9 +118,9 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         VOGNClassifier(**kw).fit(X, y)  # 8 minibatches of 48 rows, one of 16
-        assert seen == [48 / 1600] * 8 + [16 / 1600]
+        assert seen == [48 / 1600] * 9
         seen.clear()
-        VOGNClassifier(**kw).fit(X[:60], y[:60])  # 48 / 240 = 0.2, 12 / 240 = 0.05: capped at 0.05
+        VOGNClassifier(**kw).fit(X[:60], y[:60])  # 48 / 240 = 0.2: capped at 0.05
         assert seen == [0.05, 0.05]
         X2, y2 = X[:384], y[:384]  # 8 full minibatches: beta = 48 / 1536 at every step
         a = VOGNClassifier(**kw).fit(X2, y2)

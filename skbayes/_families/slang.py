@@ -32,10 +32,10 @@ def _power(t, p):
         return math.inf
 
 
-def auto_beta(M, N):
-    """``beta='auto'``: ``min(0.05, M / (4 N))`` for a minibatch of ``M`` of ``N`` rows: each row
+def auto_beta(B, N):
+    """``beta='auto'``: ``min(0.05, B / (4 N))`` for minibatches of ``B`` of ``N`` rows: each row
     weighs ``1 / (4 N)`` in the precision's moving average (a time constant of four epochs)."""
-    return min(0.05, M / (4.0 * N))
+    return min(0.05, B / (4.0 * N))
 
 
 #: The estimators' default ``rank`` (clipped to ``D`` without a warning on smaller networks).
@@ -88,8 +88,8 @@ class SLANGFamily(PosteriorFamily):
             """
             Step size of the precision update (the weight of the new curvature
             in ``P <- (1 - beta) P + beta (N * EF + lambda I)``); also the step of
-            the regressors' noise-precision update. 'auto': ``min(0.05, M / (4 N))``
-            for a minibatch of ``M`` of the ``N`` training rows, so that the precision
+            the regressors' noise-precision update. 'auto': ``min(0.05, B / (4 N))``
+            for minibatches of ``B`` of the ``N`` training rows, so that the precision
             forgets its start over about four passes through the data, and never in
             fewer than 20 steps. On a wide network with many steps per epoch a faster
             update lets the empirical Fisher, which shrinks as the fit improves, fall
@@ -194,7 +194,11 @@ class SLANGFamily(PosteriorFamily):
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t, ctx.n_train
         decay = 1.0 + (_power(t, float(self.lr_decay)) if self.lr_decay else 0.0)
         alpha = float(self.learning_rate) / decay
-        beta = auto_beta(M, N) if self.beta == "auto" else float(self.beta)
+        if self.beta == "auto":  # from the batch size: the largest minibatch so far, not a ragged last one
+            state["batch_rows"] = max(int(state.get("batch_rows", 0)), M)
+            beta = auto_beta(state["batch_rows"], N)
+        else:
+            beta = float(self.beta)
         beta = beta / decay
         lam = scaled_prior(ctx.prior_precision, 1.0)
         theta = post.sample_t(S, generator=ctx.generator)
