@@ -77,7 +77,7 @@ def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fa = Vogn(max_iter=3, random_state=0).fit(X, y)
-        fb = Slang(rank=0, learning_rate=0.05, beta="auto", max_iter=3, random_state=0).fit(X, y)
+        fb = Slang(rank=0, learning_rate=0.05, beta=0.05, max_iter=3, random_state=0).fit(X, y)
     np.testing.assert_array_equal(fa.posterior_.mean, fb.posterior_.mean)
     np.testing.assert_array_equal(fa.posterior_.d, fb.posterior_.d)
 
@@ -88,11 +88,11 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert "rank" not in est.get_params() and Vogn.rank == 0
     slang = Slang().get_params()
     slang.pop("rank")
-    # same names, same defaults, except the step sizes: rank 0 is stable at learning_rate 0.05,
-    # SLANG's low-rank steps need 0.01 (docs/slang.md); VOGN's precision step is 'auto'
-    # (min(0.05, B / (4 N)), docs/meanfield.md)
-    assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
-    assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
+    # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
+    # low-rank steps need 0.01 (docs/slang.md)
+    for name in ("learning_rate", "beta"):
+        assert est.get_params()[name] == 0.05 and slang[name] == 0.01
+    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01} == slang
     with pytest.raises(ValueError, match="rank"):
         est.set_params(rank=2)
     c = clone(Vogn(prior_precision=3.0, beta=0.1))
@@ -114,7 +114,7 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
 
     monkeypatch.setattr(slang_mod, "slang_precision_update", spy)
     X, y = _small_data("logreg", n=400)
-    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0)
+    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0, beta="auto")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         VOGNClassifier(**kw).fit(X, y)  # 8 minibatches of 48 rows, one of 16
@@ -124,9 +124,11 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
         assert seen == [0.05, 0.05]
         X2, y2 = X[:384], y[:384]  # 8 full minibatches: beta = 48 / 1536 at every step
         a = VOGNClassifier(**kw).fit(X2, y2)
-        b = VOGNClassifier(**kw, beta=48 / 1536).fit(X2, y2)
+        b = VOGNClassifier(**{**kw, "beta": 48 / 1536}).fit(X2, y2)
     np.testing.assert_array_equal(a.posterior_.d, b.posterior_.d)
     np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
+    with pytest.raises(ValueError, match="beta"):
+        VOGNClassifier(beta="fast").fit(X[:60], y[:60])
 
 
 @pytest.mark.parametrize("Est", [VadamRegressor, VadamClassifier])
