@@ -32,7 +32,7 @@ def _power(t, p):
         return math.inf
 
 
-def auto_beta(B, N):
+def auto_beta(B: int, N: float) -> float:
     """``beta='auto'``: ``min(0.05, B / (4 N))`` for minibatches of ``B`` of ``N`` rows: each row
     weighs ``1 / (4 N)`` in the precision's moving average (a time constant of four epochs)."""
     return min(0.05, B / (4.0 * N))
