@@ -104,6 +104,37 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert not re.search(r"\n    rank : ", Vogn.__doc__)
 
 
+def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
+    """beta='auto' is min(0.05, B / (4 N)) at every step, B the batch size (a ragged last minibatch
+    takes the same step), and trains exactly as the same float beta."""
+    import skbayes._families.slang as slang_mod
+
+    seen = []
+    real = slang_mod.slang_precision_update
+
+    def spy(U, d, curv, scale, beta, *args, **kw):
+        seen.append(beta)
+        return real(U, d, curv, scale, beta, *args, **kw)
+
+    monkeypatch.setattr(slang_mod, "slang_precision_update", spy)
+    X, y = _small_data("logreg", n=400)
+    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0, beta="auto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        VOGNClassifier(**kw).fit(X, y)  # 8 minibatches of 48 rows, one of 16
+        assert seen == [48 / 1600] * 9
+        seen.clear()
+        VOGNClassifier(**kw).fit(X[:60], y[:60])  # 48 / 240 = 0.2: capped at 0.05
+        assert seen == [0.05, 0.05]
+        X2, y2 = X[:384], y[:384]  # 8 full minibatches: beta = 48 / 1536 at every step
+        a = VOGNClassifier(**kw).fit(X2, y2)
+        b = VOGNClassifier(**{**kw, "beta": 48 / 1536}).fit(X2, y2)
+    np.testing.assert_array_equal(a.posterior_.d, b.posterior_.d)
+    np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
+    with pytest.raises(ValueError, match="beta"):
+        VOGNClassifier(beta="fast").fit(X[:60], y[:60])
+
+
 @pytest.mark.parametrize("Est", [VadamRegressor, VadamClassifier])
 def test_vadam_shares_slangs_defaults(Est):
     """The shared parameters start from the same defaults as SLANG's (``init`` included)."""

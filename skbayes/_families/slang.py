@@ -12,7 +12,7 @@ from torch import Tensor
 
 from .._curvature import per_example_curvature
 from .._docs import E
-from .._validation import NONE, Interval
+from .._validation import NONE, Interval, Options
 from ..exceptions import _warn
 from ..posteriors import LowRankGaussian
 from ..posteriors.slang import slang_precision_update
@@ -43,6 +43,12 @@ def _power(t: float, p: float) -> float:
         return math.inf
 
 
+def auto_beta(B: int, N: float) -> float:
+    """``beta='auto'``: ``min(0.05, B / (4 N))`` for minibatches of ``B`` of ``N`` rows: each row
+    weighs ``1 / (4 N)`` in the precision's moving average (a time constant of four epochs)."""
+    return min(0.05, B / (4.0 * N))
+
+
 #: The estimators' default ``rank`` (clipped to ``D`` without a warning on smaller networks).
 DEFAULT_RANK = 8
 
@@ -55,7 +61,7 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         "rank": [Interval(numbers.Integral, 0, None, closed="left")],
         "prior_precision": LEARNABLE_PRIOR,
         "learning_rate": [Interval(numbers.Real, 0, None, closed="neither")],
-        "beta": [Interval(numbers.Real, 0, 1, closed="right")],
+        "beta": [Interval(numbers.Real, 0, 1, closed="right"), Options(("auto",))],
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
         "lr_decay": [Interval(numbers.Real, 0, None, closed="left"), NONE],
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
@@ -94,11 +100,17 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
             Step size ``alpha`` of the natural-gradient mean update.""",
         ),
         "beta": E(
-            "float",
+            "float or 'auto'",
             """
             Step size of the precision update (the weight of the new curvature
             in ``P <- (1 - beta) P + beta (N * EF + lambda I)``); also the step of
-            the regressors' noise-precision update.""",
+            the regressors' noise-precision update. 'auto': ``min(0.05, B / (4 N))``
+            for minibatches of ``B`` of the ``N`` training rows, so that the precision
+            forgets its start over about four passes through the data, and never in
+            fewer than 20 steps. On a wide network with many steps per epoch a faster
+            update lets the empirical Fisher, which shrinks as the fit improves, fall
+            below the prior for most weights within an epoch (see the mean-field
+            estimators page).""",
         ),
         "momentum": E(
             "float",
@@ -208,7 +220,12 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t, ctx.n_train
         decay = 1.0 + (_power(t, float(self.lr_decay)) if self.lr_decay else 0.0)
         alpha = float(self.learning_rate) / decay
-        beta = float(self.beta) / decay
+        if self.beta == "auto":  # from the batch size: the largest minibatch so far, not a ragged last one
+            state["batch_rows"] = max(int(state.get("batch_rows", 0)), M)
+            beta = auto_beta(state["batch_rows"], N)
+        else:
+            beta = float(self.beta)
+        beta = beta / decay
         lam = scaled_prior(ctx.prior_precision, 1.0)
         theta = post.sample_t(S, generator=ctx.generator)
         if ctx.weights is None:
