@@ -90,10 +90,11 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     slang = Slang().get_params()
     slang.pop("rank")
     # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
-    # low-rank steps need 0.01 (docs/slang.md); and the regressor's kl_weight and predictive,
-    # chosen for each by the defaults protocol (docs/uncertainty.md)
-    for name in ("learning_rate", "beta"):
-        assert est.get_params()[name] == 0.05 and slang[name] == 0.01
+    # low-rank steps need 0.01 (docs/slang.md), VOGN's precision step is 'auto' (0.05 below
+    # 100,000 weights); and the regressor's kl_weight and predictive, chosen for each by the
+    # defaults protocol (docs/uncertainty.md)
+    assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
+    assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
     own = {"kl_weight": 0.3, "predictive": "glm"} if Vogn is VOGNRegressor else {}
     assert {k: est.get_params()[k] for k in own} == own
     assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01, "kl_weight": 1.0, "predictive": "sampled"} == slang
