@@ -47,7 +47,7 @@ TABLE = {
     "fisher": ["empirical"],
     "init": ["default"],
     "kl_annealing": [(1.0, 1.0, 1.0)],
-    "learning_rate": [0.01],
+    "learning_rate": [0.01, 0.02],
     "lr_decay": [0.5],
     "method": ["vprop"],
     "noise_precision": [10.0],
@@ -55,7 +55,9 @@ TABLE = {
     "prior_precision": [3.0, "auto"],
     "random_state": [7],
     "n_threads": [1],
-    "predictive": ["glm"],
+    "predictive": ["glm", "sampled"],
+    "beta": [0.01, 0.02],
+    "max_iter": [3],
 }
 #: ``warm_start`` is the switch under test itself.
 SWITCH = "warm_start"
@@ -69,10 +71,14 @@ def _valid(est, name, value):
     return True
 
 
+def _same(value, default):
+    return type(value) is type(default) and value == default
+
+
 def changed_values(est, name):
     default = est.get_params()[name]
     if name in TABLE:
-        values = [v for v in TABLE[name] if _valid(est, name, v)]
+        values = [v for v in TABLE[name] if _valid(est, name, v) and not _same(v, default)]
         assert values or name == "device", f"no valid changed value of {type(est).__name__}.{name} in TABLE"
         return values
     if isinstance(default, bool):
