@@ -17,20 +17,27 @@ import warnings
 
 import numpy as np
 
-# method name: (estimator class stem, extra constructor arguments)
+import skbayes
+
+#: Every network method of the registry: method name -> estimator class stem ('slang' -> 'SLANG').
+REGISTRY_METHODS = {
+    e.method: e.name.removesuffix("Regressor") for e in skbayes.all_estimators(task="regressor", network=True)
+}
+#: The registry's network methods whose posterior is a Gaussian over the weights.
+REGISTRY_GAUSSIAN = tuple(e.method for e in skbayes.all_estimators(task="regressor", network=True, gaussian=True))
+# method name: (estimator class stem, extra constructor arguments): every registry method at its
+# defaults, and the variants the benchmarks compare
 METHODS = {
+    **{method: (stem, {}) for method, stem in REGISTRY_METHODS.items()},
     "slang": ("SLANG", {"rank": 8}),
     "slang1": ("SLANG", {"rank": 1}),
     "slang8": ("SLANG", {"rank": 8}),
-    "vogn": ("VOGN", {}),
     "vadam": ("Vadam", {"method": "vadam"}),
     "vprop": ("Vadam", {"method": "vprop"}),
-    "bbb": ("BBB", {}),
-    "mcdropout": ("MCDropout", {}),
-    "kfac": ("NoisyKFAC", {}),
-    "ekfac": ("NoisyEKFAC", {}),
 }
+# the tables' column headers (a method without one is headed by its class stem)
 LABEL = {
+    **{method: stem for method, stem in REGISTRY_METHODS.items()},
     "slang": "SLANG L=8",
     "slang1": "SLANG L=1",
     "slang8": "SLANG L=8",
@@ -56,8 +63,6 @@ def make_estimator(method, task, hidden, batch, epochs, seed, overrides=None, op
     ``optional`` (the same, from a ``*`` wildcard) only where the estimator has the
     parameter (e.g. ``noise_prior`` on the regressors, not the classifiers).
     """
-    import skbayes
-
     stem, extra = METHODS[method]
     cls = getattr(skbayes, stem + ("Regressor" if task == "reg" else "Classifier"))
     est = cls(
@@ -242,8 +247,6 @@ def fmt(m, se, digits):
 
 def library_version():
     """skbayes commit (and whether skbayes/ has uncommitted changes), for the record."""
-    import skbayes
-
     root = os.path.dirname(os.path.dirname(os.path.abspath(skbayes.__file__)))
     info = f"skbayes {skbayes.__version__} from {root}"
     try:

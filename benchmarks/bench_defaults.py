@@ -39,9 +39,11 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
-from _harness import apply_overrides, library_version, mean_se, parse_overrides, print_problems
+from _harness import REGISTRY_METHODS, apply_overrides, library_version, mean_se, parse_overrides, print_problems
 
+# skbayes's columns: these first, then any other method of the registry
 SKB = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
+SKB += tuple(m for m in REGISTRY_METHODS if m not in SKB)
 SKL = ("lr", "mlp", "hgb")
 LABEL = dict(SKB_LABEL, lr="LogisticRegression / BayesianRidge", mlp="MLP", hgb="HistGradientBoosting")
 TASK = {"digits": "clf", "breast_cancer": "clf", "diabetes": "reg", "gen_clf": "clf", "gen_reg": "reg"}

@@ -16,6 +16,8 @@ kfac       ``NoisyKFAC*``                                   Kronecker-factored G
 ekfac      ``NoisyEKFAC*``                                  eigenvalue-corrected Kronecker Gaussian
 =========  ===============================================  =======================================
 
+and, after these, every other network method of ``skbayes.all_estimators()`` at its defaults.
+
 Regression (the protocol of ``bench_uci.py``; both scripts share ``_harness.py``):
 one hidden layer of 50 ReLU units (100 for Protein), random
 90/10 splits (split ``k`` is ``RandomState(k).permutation``), inputs
@@ -81,6 +83,7 @@ import _uci_data  # benchmarks/ is on sys.path when run as a script
 import numpy as np
 from _harness import (
     LABEL,
+    REGISTRY_METHODS,
     fmt,
     library_version,
     make_estimator,
@@ -116,7 +119,9 @@ QUICK_EPOCHS = {
     "digits": 25,
 }
 
+# the table's columns: these first, then any other method of the registry
 METHODS = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
+METHODS += tuple(m for m in REGISTRY_METHODS if m not in METHODS)
 
 _DATA = {}
 

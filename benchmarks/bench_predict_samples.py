@@ -23,10 +23,12 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-from _harness import LABEL, library_version
+from _harness import LABEL, REGISTRY_METHODS, library_version
 from bench_defaults import TASK, load, make
 
+# these first, then any other network method of the registry
 METHODS = ("slang", "vogn", "vadam", "bbb", "mcdropout", "kfac", "ekfac")
+METHODS += tuple(m for m in REGISTRY_METHODS if m not in METHODS)
 SAMPLES = (5, 10, 20, 50, 100, 1000)
 
 

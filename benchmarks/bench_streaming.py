@@ -28,15 +28,8 @@ from sklearn.preprocessing import StandardScaler
 
 import skbayes
 
-METHODS = {
-    "slang": "SLANG",
-    "kfac": "NoisyKFAC",
-    "ekfac": "NoisyEKFAC",
-    "vogn": "VOGN",
-    "vadam": "Vadam",
-    "bbb": "BBB",
-    "mcdropout": "MCDropout",
-}
+#: Every network method of the registry: method name -> estimator class stem ('slang' -> 'SLANG').
+METHODS = {e.method: e.name.removesuffix("Regressor") for e in skbayes.all_estimators(task="regressor", network=True)}
 DATA = {"digits": load_digits, "breast_cancer": load_breast_cancer, "diabetes": load_diabetes}
 BATCHES = (1, 3, 10, 30, 100)
 ORDERS = ("shuffled", "ordered")

@@ -104,7 +104,7 @@ Run:  python benchmarks/bench_uncertainty.py --quick          (smoke run: digits
 Options: --tasks ood,shift,selective,regression  --datasets digits,fashion,diabetes
          --methods slang,kfac,mlp,ensemble  --seeds 3  --jobs 2  --json out.json
          --set slang.kl_weight=0.1  --set '*.predictive="glm"'   (as benchmarks/_harness.py)
-         --sweep [--grid kl_weight=1,0.3]
+         --sweep [--grid kl_weight=1,0.3]  --seeds 1 --first-seed 2   (seed 2 alone; merge with --from-json)
 """
 
 import argparse
@@ -123,10 +123,12 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
-from _harness import apply_overrides, library_version, mean_se, parse_overrides
+from _harness import REGISTRY_GAUSSIAN, REGISTRY_METHODS, apply_overrides, library_version, mean_se, parse_overrides
 from bench_fashion import read_idx
 
+# skbayes's methods: these first, then any other network method of the registry
 SKB = ("slang", "vogn", "vadam", "bbb", "mcdropout", "kfac", "ekfac")
+SKB += tuple(m for m in REGISTRY_METHODS if m not in SKB)
 SKB_ALL = SKB + ("vprop",)
 PEERS = ("mlp", "ensemble", "logreg", "bayesridge", "gp", "laplace_ll", "laplace_kron")
 CLF_ONLY, REG_ONLY = ("logreg",), ("bayesridge", "gp")
@@ -671,7 +673,7 @@ def report(results, variants, tasks, datasets):
 
 
 # --- issue 23's targets -------------------------------------------------------------------
-GAUSSIAN = ("slang", "vogn", "vadam", "vprop", "bbb", "kfac", "ekfac")
+GAUSSIAN = ("vprop",) + REGISTRY_GAUSSIAN
 
 
 def targets(results):
@@ -831,6 +833,8 @@ def protocol(results, candidates, default_of):
             ranks = {c: [] for c in cands}
             better = {c: 0 for c in cands}  # pairs where c beats the current default
             dflt = default_of[est]
+            if isinstance(dflt, dict):  # per task; older saved sweeps hold one label
+                dflt = dflt["reg" if grp == "regression" else "clf"]
             for (_, _, _, higher), per in table.items():
                 if dflt in per:
                     ref = np.mean(per[dflt])
@@ -846,7 +850,7 @@ def protocol(results, candidates, default_of):
             mean_rank = {c: float(np.mean(v)) for c, v in ranks.items() if v}
             best = min(mean_rank.values())
             tied = [c for c, v in mean_rank.items() if abs(v - best) < 1e-12]
-            win = default_of[est] if default_of[est] in tied else tied[0]
+            win = dflt if dflt in tied else tied[0]
             winners[(est, grp)] = (win, mean_rank)
             print(f"### {LABEL[est]}, {grp} ({len(table)} data-set/metric pairs)\n")
             print("| candidate | mean rank | pairs better than the current default |\n|---|---:|---:|")
@@ -861,7 +865,11 @@ def protocol(results, candidates, default_of):
 
 
 def sweep_candidates(methods, grid):
-    """For each skbayes method: {variant label: params}, candidates it rejects dropped (and printed)."""
+    """For each skbayes method: {variant label: params}, candidates it rejects dropped (and printed).
+
+    ``default_of[m]`` is ``{'clf': label, 'reg': label}``: the classifier's and the regressor's
+    current defaults may differ.
+    """
     from sklearn.datasets import make_classification
 
     import skbayes
@@ -876,8 +884,8 @@ def sweep_candidates(methods, grid):
         for k in grid:
             if k not in defaults:
                 skipped.append(f"{m}: has no parameter {k!r}; swept without it")
-        default_params = {k: defaults.get(k) for k in names}
-        cands[m] = {}
+        task_defaults = dict(clf=defaults, reg=getattr(skbayes, stem + "Regressor")().get_params())
+        cands[m], default_of[m] = {}, {}
         for values in itertools.product(*(grid[k] for k in names)):
             params = dict(zip(names, values))
             label = f"{m}[" + ",".join(f"{k}={v}" for k, v in params.items()) + "]"
@@ -887,12 +895,14 @@ def sweep_candidates(methods, grid):
                 skipped.append(f"skipped {label}, rejected: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}")
                 continue
             cands[m][label] = params
-            if all(default_params[k] == params[k] for k in names):
-                default_of[m] = label
-        if m not in default_of:  # the default is not on the grid (or the grid names a parameter m lacks)
+            for task, d in task_defaults.items():
+                if all(d.get(k) == params[k] for k in names):
+                    default_of[m][task] = label
+        missing = [task for task in task_defaults if task not in default_of[m]]
+        if missing:  # the default is not on the grid (or the grid names a parameter m lacks)
             label = f"{m}[defaults]"
             cands[m] = {label: {}, **cands[m]}
-            default_of[m] = label
+            default_of[m].update(dict.fromkeys(missing, label))
     return cands, default_of, skipped
 
 
@@ -915,6 +925,7 @@ def main(argv=None):
     ap.add_argument("--datasets", default=None, help=f"from {list(DATASETS)}")
     ap.add_argument("--methods", default=None, help=f"from {list(SKB_ALL + PEERS)}")
     ap.add_argument("--seeds", type=int, default=None, help="seeds (splits) per data set; default 3, --quick 1")
+    ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (to split a run)")
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (one torch thread each)")
     ap.add_argument("--epochs", type=int, default=None, help="max_iter of every network (default: their own)")
     ap.add_argument("--fashion-rows", type=int, default=10_000, help="Fashion-MNIST training rows")
@@ -928,12 +939,15 @@ def main(argv=None):
     ap.add_argument("--from-json", nargs="+", default=None, metavar="IN", help="print the tables of saved results")
     args = ap.parse_args(argv)
     if args.from_json:
-        results, cmds = [], []
+        results, cmds, cands, default_of = [], [], {}, {}
         for path in args.from_json:
             with open(path) as fh:
                 saved = json.load(fh)
             results += saved["results"]
             cmds.append(saved["command"])
+            for m, labels in saved.get("sweep", {}).get("candidates", {}).items():
+                cands[m] = list(dict.fromkeys(cands.get(m, []) + labels))
+            default_of.update(saved.get("sweep", {}).get("default_of", {}))
         print("# Uncertainty benchmark (bench_uncertainty.py), saved results of:\n")
         for c in cmds:
             print(f"    {c}")
@@ -941,7 +955,10 @@ def main(argv=None):
         print("\n## Results (mean ± std error over the seeds; best in bold; (!) see below)")
         present = [d for d in DATASETS if any(r["dataset"] == d for r in results)]
         report(results, shown, TASKS, present)
-        targets(results)
+        if cands:  # saved by --sweep runs: the protocol over all of them together
+            protocol(results, cands, default_of)
+        else:
+            targets(results)
         return 0
 
     tasks = [t for t in args.tasks.split(",") if t]
@@ -986,7 +1003,8 @@ def main(argv=None):
     print(f"command: {cmd}")
     print(
         f"{library_version()}, torch {torch.__version__}, scikit-learn {sklearn.__version__}; "
-        f"{args.jobs} worker processes with 1 torch thread each, {os.cpu_count()} CPUs; seeds 0..{seeds - 1}"
+        f"{args.jobs} worker processes with 1 torch thread each, {os.cpu_count()} CPUs; "
+        f"seeds {args.first_seed}..{args.first_seed + seeds - 1}"
         + (f"; every network max_iter={epochs}" if epochs else "")
     )
     if args.set:
@@ -1022,7 +1040,7 @@ def main(argv=None):
     jobs = []
     for d, fit in fits:
         task = "reg" if d in REGRESSION else "clf"
-        for seed in range(seeds):
+        for seed in range(args.first_seed, args.first_seed + seeds):
             for label, m, ov in variants:
                 if (task == "clf" and m in REG_ONLY) or (task == "reg" and m in CLF_ONLY):
                     continue
@@ -1049,12 +1067,13 @@ def main(argv=None):
     )
     t0 = time.perf_counter()
     results = []
+    saved_sweep = dict(candidates={m: list(cs) for m, cs in cands.items()}, default_of=default_of) if args.sweep else {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
         for r in pool.map(run_job, jobs):
             results.append(r)
             if args.json:  # saved as they come, so that an interrupted run keeps what it measured
                 with open(args.json, "w") as fh:
-                    json.dump(dict(command=cmd, results=results), fh, indent=1, default=str)
+                    json.dump(dict(command=cmd, results=results, sweep=saved_sweep), fh, indent=1, default=str)
             print(
                 f"  done {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: "
                 f"fit {r.get('fit_s', math.nan):.1f} s" + (f"  PROBLEM {r['problems']}" if r["problems"] else ""),

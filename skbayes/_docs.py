@@ -98,10 +98,9 @@ PARAMS: dict[str, Entry] = {
         ``'auto'`` allows enough epochs for 10,000 optimiser steps, at least 200
         and at most 1000 epochs: the methods' step sizes and moving averages count
         steps, and a small data set has few steps per epoch (diabetes at the default
-        minibatch: 6, so 1000 epochs). The fits then stop by their rule, but
-        not better: on breast cancer (5-fold) Vprop's accuracy falls from 0.972
-        at 200 epochs to 0.944, and the README's SLANG quickstart's R^2 from 0.346
-        to 0.338, so 200 stays the default.
+        minibatch: 6, so 1000 epochs). It is the default of every network estimator
+        but Vadam/Vprop, whose fits stop by their rule under it but predict worse
+        than at 200 epochs (see :ref:`Stopping <stopping-section>` in the SLANG page).
         ``0`` only initialises the posterior (see ``init``) and trains no epoch.""",
     ),
     "batch_size": E(

@@ -13,11 +13,13 @@ import copy
 import functools
 import math
 import numbers
-from typing import TYPE_CHECKING
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import numpy as np
 import torch
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, DTypeLike
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_array, check_consistent_length, check_random_state, column_or_1d
@@ -27,6 +29,11 @@ from torch import nn
 
 if TYPE_CHECKING:
     from typing_extensions import Self
+
+    from ._loop import Likelihood
+    from ._parallel import ThreadScope
+    from ._predictive import CovarianceTensors
+    from .posteriors._common import PosteriorTensors
 
     RandomStateLike = int | np.random.RandomState | None
 
@@ -64,12 +71,12 @@ INPUT_SCALE = (1e-3, 1e3)
 REGRESSION_LIKE_CLASSES, REGRESSION_LIKE_ROWS = 20, 5
 
 
-def _torch_dtype(dtype) -> torch.dtype:
+def _torch_dtype(dtype: DTypeLike | torch.dtype) -> torch.dtype:
     key = np.dtype(dtype).name if not isinstance(dtype, torch.dtype) else str(dtype).split(".")[-1]
     return _DTYPES[key]
 
 
-def _is_supported_dtype(dtype) -> bool:
+def _is_supported_dtype(dtype: Any) -> bool:
     try:
         _torch_dtype(dtype)
     except (KeyError, TypeError):
@@ -77,7 +84,7 @@ def _is_supported_dtype(dtype) -> bool:
     return True
 
 
-def _is_available_device(value) -> bool:
+def _is_available_device(value: object) -> bool:
     if not isinstance(value, (str, torch.device)):
         return False
     device = torch.device(value)
@@ -88,7 +95,7 @@ def _is_available_device(value) -> bool:
     return device.type == "cpu"
 
 
-def _is_layer_sizes(value) -> bool:
+def _is_layer_sizes(value: Any) -> bool:
     if value is None or (isinstance(value, numbers.Integral) and not isinstance(value, bool)):
         value = () if value is None else (value,)
     return all(isinstance(h, numbers.Integral) and not isinstance(h, bool) and int(h) >= 1 for h in tuple(value))
@@ -98,15 +105,15 @@ def _is_positive_real(v: object) -> bool:
     return isinstance(v, numbers.Real) and not isinstance(v, bool) and math.isfinite(v) and float(v) > 0
 
 
-def _is_annealing(value) -> bool:
+def _is_annealing(value: object) -> bool:
     return isinstance(value, (tuple, list)) and len(value) == 3 and all(_is_positive_real(v) for v in value)
 
 
-def _is_gamma_prior(value) -> bool:
+def _is_gamma_prior(value: object) -> bool:
     return isinstance(value, (tuple, list)) and len(value) == 2 and all(_is_positive_real(v) for v in value)
 
 
-def store_init_params(params):
+def store_init_params(params: dict[str, Any]) -> None:
     """Store an ``__init__``'s arguments (its ``locals()``) as attributes, unchanged, as
     scikit-learn requires of estimator constructors."""
     params = dict(params)
@@ -119,7 +126,7 @@ def store_init_params(params):
 _POSITIVE_INT = [Interval(numbers.Integral, 1, None, closed="left")]
 
 
-def _shape_hint(X) -> tuple[int, int | None]:
+def _shape_hint(X: Any) -> tuple[int, int | None]:
     """``(n_rows, n_features)`` of an input before validation (which gives the real
     errors), for sizing the thread count; ``(1, None)`` when they cannot be read."""
     try:
@@ -129,17 +136,24 @@ def _shape_hint(X) -> tuple[int, int | None]:
         return 1, None
 
 
-def _scoped_threads(method):
+#: A prediction method ``method(self, X, ...)``.
+_Method = TypeVar("_Method", bound=Callable[..., Any])
+
+#: What a prediction's ``reduce`` returns per chunk of rows: tensors or arrays, rows first.
+_Rows = TypeVar("_Rows", torch.Tensor, np.ndarray)
+
+
+def _scoped_threads(method: _Method) -> _Method:
     """Run a prediction method at the thread count of its work (``n_threads``, or the
     automatic policy; see :mod:`skbayes._parallel`), restored afterwards."""
 
     @functools.wraps(method)
-    def scoped(self, X, *args, **kwargs):
+    def scoped(self: BayesianNetwork, X: ArrayLike, *args: Any, **kwargs: Any) -> Any:
         work = self._prediction_work(X) if hasattr(self, "posterior_") else 0.0
         with self._threads(work):
             return method(self, X, *args, **kwargs)
 
-    return scoped
+    return cast(_Method, scoped)
 
 
 #: ``max_iter='auto'``: enough epochs for this many optimiser steps ...
@@ -155,19 +169,19 @@ class _Structure:
 
     __slots__ = ("values",)
 
-    def __init__(self, values):
+    def __init__(self, values: dict[str, Any]) -> None:
         self.values = values
 
-    def __copy__(self):
+    def __copy__(self) -> _Structure:
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self, memo: dict[int, Any]) -> _Structure:
         return self
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         return {"values": self.values}
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.values = state["values"]
 
 
@@ -176,7 +190,7 @@ class _Structure:
 _MODULE_PARAM = "<the estimator's module parameter>"
 
 
-def _short(value) -> str:
+def _short(value: object) -> str:
     """A one-line description of a parameter value for messages."""
     if isinstance(value, (torch.dtype, torch.device)):  # as the user spells them: 'float32', 'cuda:0'
         return repr(str(value).removeprefix("torch."))
@@ -187,7 +201,7 @@ def _short(value) -> str:
     return repr(value)
 
 
-def _same_value(a, b) -> bool:
+def _same_value(a: object, b: object) -> bool:
     """Whether two recorded parameter values are the same: modules and callables by identity,
     anything else by equality."""
     if a is b:
@@ -210,7 +224,23 @@ class BayesianNetwork(BaseEstimator):
     #: Class attributes passed to the family as fixed parameters (e.g. VOGN's ``rank``).
     _fixed_params: tuple[str, ...] = ()
 
-    _parameter_constraints: dict = {
+    # The fitted state, declared for the type checker (set by ``_initialize`` and the fits;
+    # the loop trains the part in ``_loop.TrainingState``).
+    posterior_: PosteriorTensors
+    module_: nn.Module
+    t_: int
+    n_iter_: int
+    loss_curve_: list[float]
+    validation_scores_: list[float]
+    best_validation_score_: float
+    _state: dict[str, Any]
+    _likelihood: Likelihood
+    _prior: WeightPrior
+    _forward: NetworkForward
+    _rng_state: torch.Tensor
+    _predict_seed: int
+
+    _parameter_constraints: dict[str, list[Any]] = {
         "hidden_layer_sizes": [Check(_is_layer_sizes, "a tuple of positive ints")],
         "activation": [Options(tuple(ACTIVATIONS))],
         "module": [NONE, instance_of(nn.Module, "a torch.nn.Module"), CALLABLE],
@@ -237,7 +267,7 @@ class BayesianNetwork(BaseEstimator):
     }
 
     # --- persistence: tensors and modules as numpy arrays (pickle and skops.io) ---------
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         structure = state.get("_structure")
         if structure is not None and "module" in structure.values:
@@ -249,7 +279,7 @@ class BayesianNetwork(BaseEstimator):
             state = {**state, "_structure": _Structure(values)}
         return _persist.encode_state(self, state, self.get_params(deep=False))
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
         portable = state.pop("_skbayes_state", None)
         super().__setstate__(state)
@@ -261,7 +291,7 @@ class BayesianNetwork(BaseEstimator):
 
     # --- validation ---------------------------------------------------------------
     @classmethod
-    def _constraints(cls) -> dict:
+    def _constraints(cls) -> dict[str, list[Any]]:
         """The constraints table merged along the class hierarchy, then the family's."""
         tables = [
             k.__dict__["_parameter_constraints"]
@@ -286,11 +316,11 @@ class BayesianNetwork(BaseEstimator):
             return (int(hls),)
         return tuple(int(h) for h in hls)
 
-    def _validate_X(self, X, reset):
+    def _validate_X(self, X: ArrayLike, reset: bool) -> np.ndarray:
         return validate_data(self, X, reset=reset, dtype=[np.float64, np.float32])
 
     # --- helpers ---------------------------------------------------------------------
-    def _tensor(self, a, dtype=None):
+    def _tensor(self, a: ArrayLike, dtype: torch.dtype | None = None) -> torch.Tensor:
         a = np.ascontiguousarray(a)
         if not a.flags.writeable:  # torch must not share (and could not write) read-only user memory
             a = a.copy()
@@ -300,11 +330,11 @@ class BayesianNetwork(BaseEstimator):
     # whatever ``set_params`` did since (continuing fits included); a new fit from
     # scratch takes the current parameters.
     @property
-    def _dtype(self):
+    def _dtype(self) -> torch.dtype:
         return self.__dict__.get("_fitted_dtype") or _torch_dtype(self.dtype)
 
     @property
-    def _device(self):
+    def _device(self) -> torch.device:
         return self.__dict__.get("_fitted_device") or torch.device(self.device)
 
     def _max_epochs(self, n_rows: int) -> int:
@@ -317,12 +347,12 @@ class BayesianNetwork(BaseEstimator):
         steps_per_epoch = math.ceil(n_rows / self._batch_size(n_rows))
         return int(min(hi, max(lo, math.ceil(AUTO_MIN_STEPS / steps_per_epoch))))
 
-    def _batch_size(self, n):
+    def _batch_size(self, n: int) -> int:
         bs = min(self._auto_batch_size, n) if self.batch_size == "auto" else min(int(self.batch_size), n)
         return max(bs, 1)
 
     # --- threads (skbayes._parallel) ------------------------------------------------------
-    def _network_work(self, rows, n_features=None, fresh=False):
+    def _network_work(self, rows: int, n_features: int | None = None, fresh: bool = False) -> float:
         """Multiply-adds of one network pass over ``rows`` rows (the thread policy's work
         size): the fitted network's count (unless ``fresh``: a fit from scratch), else the
         MLP's from its widths, else 0 (a custom module counts as small until it is built)."""
@@ -332,22 +362,22 @@ class BayesianNetwork(BaseEstimator):
             per_row = sum(a * b for a, b in zip(widths[:-1], widths[1:]))
         return float(per_row or 0) * rows
 
-    def _training_work(self, n_rows, n_features=None, fresh=False):
+    def _training_work(self, n_rows: int, n_features: int | None = None, fresh: bool = False) -> float:
         return self._network_work(self._batch_size(n_rows) * int(self.mc_samples), n_features, fresh)
 
-    def _prediction_work(self, X):
+    def _prediction_work(self, X: ArrayLike) -> float:
         """The work of a prediction's network pass: up to 2048 rows under up to 16 weight
         samples at once (as ``_outputs`` computes them)."""
         n_rows, _ = _shape_hint(X)
         rows = min(n_rows, 2048) * min(int(self.predict_samples), 16)
         return self._network_work(rows, getattr(self, "n_features_in_", None))
 
-    def _threads(self, work):
+    def _threads(self, work: float | None) -> AbstractContextManager[ThreadScope]:
         """The thread scope of a call (``n_threads``, or the automatic policy for ``work``)."""
         return limit_torch_threads(getattr(self, "n_threads", None), work)
 
     # --- initialisation -----------------------------------------------------------------
-    def _effective_weights(self, sample_weight, n_rows):
+    def _effective_weights(self, sample_weight: np.ndarray | None, n_rows: int) -> tuple[torch.Tensor | None, float]:
         """``(weights, n_train)`` for training: the sample weights rescaled to mean one (a
         tensor) and their sum, the effective number of examples; ``(None, n_rows)``
         without sample weights."""
@@ -356,7 +386,14 @@ class BayesianNetwork(BaseEstimator):
         total = float(np.sum(sample_weight, dtype=np.float64))
         return self._tensor(sample_weight * (n_rows / total)), total
 
-    def _initialize(self, X, y_enc, family, rng, sample_weight=None):
+    def _initialize(
+        self,
+        X: np.ndarray,
+        y_enc: np.ndarray,
+        family: PosteriorFamily,
+        rng: np.random.RandomState,
+        sample_weight: np.ndarray | None = None,
+    ) -> None:
         self._fitted_dtype, self._fitted_device = _torch_dtype(self.dtype), torch.device(self.device)
         self._likelihood = self._make_likelihood()
         n_out = self._likelihood.n_outputs
@@ -430,7 +467,7 @@ class BayesianNetwork(BaseEstimator):
             torch.Generator(device=self._device).manual_seed(int(rng.randint(np.iinfo(np.int32).max))).get_state()
         )  # a device generator's state (CUDA states differ in size from CPU ones)
 
-    def _check_module_widths(self, net, X, n_out):
+    def _check_module_widths(self, net: nn.Module, X: np.ndarray, n_out: int) -> None:
         """A custom module must map rows of ``n_features_in_`` inputs to ``n_out`` outputs."""
         probe = copy.deepcopy(net).eval()  # a forward pass may touch buffers (batch-norm statistics)
         try:
@@ -451,7 +488,7 @@ class BayesianNetwork(BaseEstimator):
             )
 
     # --- continuing fits --------------------------------------------------------------
-    def _structural_values(self) -> dict:
+    def _structural_values(self) -> dict[str, Any]:
         """The parameters fixed in the fitted state when a fit starts, normalised: the
         network's (``hidden_layer_sizes`` and ``activation`` only when ``module`` is None;
         ``module`` by identity), ``dtype``, ``device``, and the family's
@@ -484,7 +521,7 @@ class BayesianNetwork(BaseEstimator):
             if not _same_value(v, now.get(k))
         ]
 
-    def _continue_or_restart(self, incremental) -> bool:
+    def _continue_or_restart(self, incremental: bool) -> bool:
         """Whether a continuing fit must start afresh: a structural parameter changed since
         the last fit. ``partial_fit`` raises instead (restarting would drop every batch seen
         so far); a ``warm_start`` fit sees all its data, so it restarts with a warning."""
@@ -506,7 +543,7 @@ class BayesianNetwork(BaseEstimator):
         )
         return True
 
-    def _refresh_hyperparameters(self, family, n_rows):
+    def _refresh_hyperparameters(self, family: PosteriorFamily, n_rows: int) -> None:
         """On a continuing fit, apply the current ``prior_precision`` (and the regressors'
         noise parameters), which the fitted state holds: a changed fixed prior replaces the
         old one; a learned prior (``'auto'``) keeps its learned values while it stays learned."""
@@ -522,24 +559,32 @@ class BayesianNetwork(BaseEstimator):
             )
         self._refresh_likelihood(n_rows)
 
-    def _refresh_likelihood(self, n_rows):
+    def _refresh_likelihood(self, n_rows: int) -> None:
         """Apply changed likelihood parameters on a continuing fit (a hook of the faces)."""
 
     # --- fit / partial_fit ------------------------------------------------------------
-    def _fitted_state(self, deep):
+    def _fitted_state(self, deep: bool) -> dict[str, Any]:
         """Everything in the instance that is not a constructor parameter (deep copies
         when the coming fit continues from, and so mutates, the current state)."""
         params = self.get_params(deep=False)
         state = {k: v for k, v in self.__dict__.items() if k not in params}
         return copy.deepcopy(state) if deep else state
 
-    def _restore_fitted_state(self, state):
+    def _restore_fitted_state(self, state: dict[str, Any]) -> None:
         params = self.get_params(deep=False)
         for k in [k for k in self.__dict__ if k not in params]:
             del self.__dict__[k]
         self.__dict__.update(state)
 
-    def _fit(self, X, y, incremental, classes=None, sample_weight=None, n_samples_total=None):
+    def _fit(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        incremental: bool,
+        classes: ArrayLike | None = None,
+        sample_weight: ArrayLike | None = None,
+        n_samples_total: float | None = None,
+    ) -> Self:
         """Transactional fit: the previous fitted state is restored, exactly, when
         anything raises before the fit completes (invalid ``sample_weight`` included);
         a ``KeyboardInterrupt`` after at least one completed epoch keeps the end of the
@@ -567,7 +612,17 @@ class BayesianNetwork(BaseEstimator):
             raise KeyboardInterrupt
         return self
 
-    def _fit_unguarded(self, X, y, incremental, reset, classes, sample_weight=None, n_samples_total=None, threads=None):
+    def _fit_unguarded(
+        self,
+        X: ArrayLike,
+        y: ArrayLike,
+        incremental: bool,
+        reset: bool,
+        classes: ArrayLike | None,
+        sample_weight: ArrayLike | None = None,
+        n_samples_total: float | None = None,
+        threads: ThreadScope | None = None,
+    ) -> bool:
         n_iter_before = getattr(self, "n_iter_", 0) if not reset else 0
         X, y = self._validate_X_y(X, y, reset=reset)
         sw = None
@@ -593,14 +648,14 @@ class BayesianNetwork(BaseEstimator):
             if sw is None:
                 X, y_enc, Xv, yv = self._validation_split(X, y_enc)
                 Xv_t = self._tensor(Xv)
-                validation = lambda: self._validation_score(Xv_t, yv)  # noqa: E731
+                validation = lambda posterior: self._validation_score(Xv_t, yv, posterior=posterior)  # noqa: E731
             else:
                 X, y_enc, sw, Xv, yv, swv = self._validation_split(X, y_enc, sw)
                 Xv_t = self._tensor(Xv)
-                validation = lambda: self._validation_score(Xv_t, yv, swv)  # noqa: E731
+                validation = lambda posterior: self._validation_score(Xv_t, yv, swv, posterior)  # noqa: E731
         n_epochs = 1 if incremental else self._max_epochs(X.shape[0])
         weights, n_train = (None, None) if sw is None else self._effective_weights(sw, X.shape[0])
-        n_seen = float(X.shape[0] if sw is None else n_train)
+        n_seen = float(X.shape[0] if n_train is None else n_train)
         if reset:
             self._n_seen = 0.0
         self._n_seen = self.__dict__.get("_n_seen", 0.0) + n_seen if incremental else n_seen
@@ -612,8 +667,10 @@ class BayesianNetwork(BaseEstimator):
         if not incremental:  # a fit ends any stream
             for k in ("_stream_rows", "_stream_average", "_stream_iterate"):
                 self.__dict__.pop(k, None)
+        state = self._training_state()
         outcome = _loop.run_epochs(
-            self,
+            state,
+            self._loop_settings(X.shape[0]),
             family,
             self._tensor(X),
             self._target_tensor(y_enc),
@@ -625,6 +682,7 @@ class BayesianNetwork(BaseEstimator):
             n_total=stream_size,
             on_step=on_step,
         )
+        self._store_training_state(state, early_stopping=validation is not None)
         if outcome.interrupted and self.n_iter_ == (0 if reset else n_iter_before):
             raise KeyboardInterrupt  # no epoch completed: roll back to the previous state
         if incremental and reset and n_iter_before:
@@ -640,8 +698,47 @@ class BayesianNetwork(BaseEstimator):
             self._warn_poor_fit(X, y_enc, family)
         return outcome.interrupted
 
+    def _training_state(self) -> _loop.TrainingState:
+        """The fitted state the loop trains (:class:`skbayes._loop.TrainingState`), from the
+        fitted attributes (the same objects, not copies)."""
+        return _loop.TrainingState(
+            posterior=self.posterior_,
+            family_state=self._state,
+            likelihood=self._likelihood,
+            prior=self._prior,
+            forward=self._forward,
+            rng_state=self._rng_state,
+            t=self.t_,
+            n_iter=self.n_iter_,
+            loss_curve=self.loss_curve_,
+        )
+
+    def _store_training_state(self, state: _loop.TrainingState, early_stopping: bool = False) -> None:
+        """Copy a trained :class:`skbayes._loop.TrainingState` back into the fitted attributes
+        (with ``early_stopping``, the validation scores too)."""
+        self.posterior_, self._state = state.posterior, state.family_state
+        self._likelihood, self._prior, self._forward = state.likelihood, state.prior, state.forward
+        self._rng_state = state.rng_state
+        self.t_, self.n_iter_, self.loss_curve_ = state.t, state.n_iter, state.loss_curve
+        if early_stopping:
+            self.validation_scores_ = state.validation_scores
+        if state.best_validation_score is not None:
+            self.best_validation_score_ = state.best_validation_score
+
+    def _loop_settings(self, n_rows: int) -> _loop.LoopSettings:
+        """The hyper-parameters the loop reads, for training on ``n_rows`` rows."""
+        return _loop.LoopSettings(
+            name=type(self).__name__,
+            batch_size=self._batch_size(n_rows),
+            tol=float(self.tol),
+            n_iter_no_change=int(self.n_iter_no_change),
+            kl_annealing=self.kl_annealing,
+            mc_samples=int(self.mc_samples),
+            verbose=bool(self.verbose),
+        )
+
     # --- memory ----------------------------------------------------------------------
-    def _memory_layers(self, n_features, n_outputs):
+    def _memory_layers(self, n_features: int, n_outputs: int) -> list[_memory.Layer] | None:
         """The network's layers for the memory estimate, without building it (custom
         modules: the fitted one, the instance, or the callable's module built on the
         'meta' device, which allocates nothing); None when they cannot be known."""
@@ -658,7 +755,9 @@ class BayesianNetwork(BaseEstimator):
                 return None
         return _memory.module_layers(net) or None
 
-    def _fit_memory_parts(self, X, family, continuing=False, incremental=False):
+    def _fit_memory_parts(
+        self, X: np.ndarray, family: PosteriorFamily, continuing: bool = False, incremental: bool = False
+    ) -> list[_memory.MemoryPart]:
         """The memory estimate of a fit on ``X`` (a list of ``MemoryPart``; empty when the
         network's layers cannot be known before it is built).
 
@@ -684,14 +783,16 @@ class BayesianNetwork(BaseEstimator):
         )
         return parts
 
-    def _check_fit_memory(self, X, family, continuing=False, incremental=False):
+    def _check_fit_memory(
+        self, X: np.ndarray, family: PosteriorFamily, continuing: bool = False, incremental: bool = False
+    ) -> None:
         """Refuse with ``MemoryLimitError`` before anything is allocated when the fit's
         estimated memory is above the limit (``skbayes.linear_model.MEMORY_LIMIT_GIB``)."""
         parts = self._fit_memory_parts(X, family, continuing, incremental)
         _memory.check_memory(parts, f"{type(self).__name__}.{'partial_fit' if incremental else 'fit'}")
 
     # --- streams (partial_fit) ------------------------------------------------------
-    def _stream_total(self, n_samples_total):
+    def _stream_total(self, n_samples_total: float | None) -> float | None:
         """The ``n_samples_total`` of this ``partial_fit`` call, else of the last call that
         passed one, else None (the running count of the rows seen)."""
         if n_samples_total is None:
@@ -709,7 +810,9 @@ class BayesianNetwork(BaseEstimator):
         self._n_samples_total = float(n_samples_total)
         return self._n_samples_total
 
-    def _stream_start(self, X, y, sw, reset, classes):
+    def _stream_start(
+        self, X: np.ndarray, y: np.ndarray, sw: np.ndarray | None, reset: bool, classes: ArrayLike | None
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, bool, ArrayLike | None]:
         """The rows a ``partial_fit`` call trains on, and whether it (re)initialises.
 
         Until ``iblm_batch_size`` rows have been seen, the target scaling and the start
@@ -752,7 +855,7 @@ class BayesianNetwork(BaseEstimator):
         self._stream_average_before = copy.deepcopy(self._stream_average)
         per_row = self._n_seen * n_call / n_rows
         average = self._stream_average
-        return lambda rows: average.add(self.posterior_.mean_t, rows * per_row)
+        return lambda rows, mean: average.add(mean, rows * per_row)
 
     def _stream_average_end(self, outcome):
         """End a stream's call: keep its last mean and report the average (a call that
@@ -765,7 +868,7 @@ class BayesianNetwork(BaseEstimator):
         self._stream_iterate = self.posterior_.mean_t.clone()
         self.posterior_.mean_t = self._stream_average.value()
 
-    def _warn_small_stream(self):
+    def _warn_small_stream(self) -> None:
         if self.__dict__.get("_stream_rows") is None:
             return
         _warn(
@@ -776,7 +879,9 @@ class BayesianNetwork(BaseEstimator):
             SmallStreamWarning,
         )
 
-    def _check_sample_weight(self, sample_weight, X, y):
+    def _check_sample_weight(
+        self, sample_weight: ArrayLike, X: np.ndarray, y: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Validated sample weights (a new float64 array when anything is dropped or
         converted; the caller's array is never written to) and the rows with a positive
         weight: ``(X, y, sample_weight)``. A row of weight zero has no influence on the
@@ -787,7 +892,7 @@ class BayesianNetwork(BaseEstimator):
             X, y, sw = X[keep], np.asarray(y)[keep], sw[keep]
         return X, y, sw
 
-    def _warn_input_scale(self, X):
+    def _warn_input_scale(self, X: np.ndarray) -> None:
         with np.errstate(over="ignore", invalid="ignore"):
             std = np.std(X, axis=0, dtype=np.float64)
         std = std[std > 0]
@@ -800,7 +905,7 @@ class BayesianNetwork(BaseEstimator):
                 InputScaleWarning,
             )
 
-    def _warn_poor_fit(self, X, y_enc, family):
+    def _warn_poor_fit(self, X: np.ndarray, y_enc: np.ndarray, family: PosteriorFamily) -> None:
         """Warn when the fitted predictive scores the training data (a fixed subsample)
         clearly worse than the best constant prediction does."""
         n = min(X.shape[0], 1000)
@@ -816,7 +921,9 @@ class BayesianNetwork(BaseEstimator):
                 PoorFitWarning,
             )
 
-    def _validation_split(self, X, y, sample_weight=None):
+    def _validation_split(
+        self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None
+    ) -> tuple[np.ndarray, ...]:
         """Hold out ``validation_fraction`` of the rows: ``(X, y, Xv, yv)``, or with
         sample weights ``(X, y, w, Xv, yv, wv)`` (the weights split with their rows)."""
         from sklearn.model_selection import train_test_split
@@ -837,14 +944,13 @@ class BayesianNetwork(BaseEstimator):
             )
         except ValueError:
             parts = train_test_split(*arrays, test_size=float(self.validation_fraction), random_state=seed)
-        self.validation_scores_ = []
         return tuple(parts[0::2]) + tuple(parts[1::2])
 
-    def _finalize(self):
+    def _finalize(self) -> None:
         """Fitted attributes derived from the trained state (hook of the faces)."""
 
     # --- prediction ---------------------------------------------------------------------
-    def _predict_outputs(self, X, n_samples=None, seed=None):
+    def _predict_outputs(self, X: ArrayLike, n_samples: int | None = None, seed: int | None = None) -> torch.Tensor:
         """Validate ``X`` and return network outputs ``(n_samples, n_rows, n_outputs)`` (a
         tensor) under posterior weight samples.
 
@@ -857,7 +963,9 @@ class BayesianNetwork(BaseEstimator):
         with self._threads(self._prediction_work(X)):
             return self._predictive_outputs(self._tensor(X), n_samples, seed)
 
-    def _predictive_outputs(self, Xt, n_samples=None, seed=None):
+    def _predictive_outputs(
+        self, Xt: torch.Tensor, n_samples: int | None = None, seed: int | None = None
+    ) -> torch.Tensor:
         """Outputs ``(S, rows, n_outputs)`` under the predictive in use: the network at weight
         samples, or draws of the linearised network's Gaussian outputs (``predictive='glm'``)."""
         if self._uses_glm():
@@ -868,26 +976,27 @@ class BayesianNetwork(BaseEstimator):
             return gaussian_draws(mean, cov, S, gen)
         return self._outputs(Xt, n_samples, seed)
 
-    def _uses_glm(self):
+    def _uses_glm(self) -> bool:
         """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
         value = getattr(self, "predictive", "sampled")  # estimators without the parameter sample
         validate_params(type(self).__name__, {"predictive": value}, {"predictive": [Options(("sampled", "glm"))]})
         return value == "glm"
 
-    def _glm_moments_t(self, Xt):
+    def _glm_moments_t(self, Xt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean ``(n, k)`` and covariance ``(n, k, k)`` of the linearised network's outputs."""
-        mean, cov = linearized_moments(self.posterior_, self._forward, Xt)
+        posterior = cast("CovarianceTensors", self.posterior_)  # a Gaussian one: MC dropout has no predictive
+        mean, cov = linearized_moments(posterior, self._forward, Xt)
         self._check_finite("network outputs", mean, cov)
         return mean, cov
 
-    def _glm_moments(self, X):
+    def _glm_moments(self, X: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
         """``_glm_moments_t`` of validated user inputs."""
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
         with limit_torch_threads():
             return self._glm_moments_t(self._tensor(X))
 
-    def _chunk_rows(self, n_samples=None):
+    def _chunk_rows(self, n_samples: int | None = None) -> int:
         """Rows per prediction chunk: their network outputs under ``n_samples`` weight samples
         (and the widest layer's activations) fit in ``skbayes._memory.PREDICT_CHUNK_BYTES``.
         A multiple of the 2048 rows ``_outputs`` evaluates at once when it is larger."""
@@ -897,7 +1006,13 @@ class BayesianNetwork(BaseEstimator):
         rows = _memory.row_chunk(S, self._likelihood.n_outputs, self._dtype.itemsize, widest)
         return rows - rows % 2048 if rows >= 2048 else rows
 
-    def _predict_rows(self, X, reduce, n_samples=None, seed=None):
+    def _predict_rows(
+        self,
+        X: ArrayLike,
+        reduce: Callable[[torch.Tensor], tuple[_Rows, ...]],
+        n_samples: int | None = None,
+        seed: int | None = None,
+    ) -> tuple[_Rows, ...]:
         """Validate ``X`` and apply ``reduce`` to the network outputs ``(S, rows, n_outputs)`` of
         one chunk of rows at a time (:meth:`_chunk_rows`): memory independent of the number
         of rows. ``reduce`` returns a tuple of per-row results (rows first); the chunks'
@@ -912,24 +1027,35 @@ class BayesianNetwork(BaseEstimator):
                 out = reduce(self._predictive_outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed))
                 parts.append(tuple(o.cpu() if isinstance(o, torch.Tensor) else o for o in out))
         return tuple(
-            torch.cat(col, 0) if isinstance(col[0], torch.Tensor) else np.concatenate(col, 0) for col in zip(*parts)
+            cast(_Rows, torch.cat(col, 0) if isinstance(col[0], torch.Tensor) else np.concatenate(col, 0))
+            for col in zip(*parts)
         )
 
-    def _outputs(self, Xt, n_samples=None, seed=None):
+    def _outputs(
+        self,
+        Xt: torch.Tensor,
+        n_samples: int | None = None,
+        seed: int | None = None,
+        posterior: PosteriorTensors | None = None,
+    ) -> torch.Tensor:
+        """Network outputs ``(S, rows, n_outputs)`` at ``S`` weight samples (``predict_samples``
+        unless ``n_samples``) of ``posterior`` (default ``posterior_``), drawn from a
+        generator seeded with ``seed`` (default: the fit's prediction seed)."""
         S = int(self.predict_samples if n_samples is None else n_samples)
         seed = self._predict_seed if seed is None else seed
         gen = torch.Generator(device=self._device).manual_seed(int(seed))
+        posterior = self.posterior_ if posterior is None else posterior
         outs = []
         with torch.no_grad():
             for s0 in range(0, S, 16):
-                theta = self.posterior_.sample_t(min(16, S - s0), generator=gen)
+                theta = posterior.sample_t(min(16, S - s0), generator=gen)
                 rows = [self._forward(theta, Xt[r0 : r0 + 2048]) for r0 in range(0, Xt.shape[0], 2048)]
                 outs.append(torch.cat(rows, 1))
         f = torch.cat(outs, 0)
         self._check_finite("network outputs", f)
         return f
 
-    def _check_finite(self, what, *values):
+    def _check_finite(self, what: str, *values: torch.Tensor | np.ndarray | float) -> None:
         """Raise :class:`NonFiniteOutputError` unless every value (tensors or arrays) is finite."""
         for v in values:
             ok = all_finite(v) if isinstance(v, torch.Tensor) else bool(np.isfinite(v).all())
@@ -941,7 +1067,7 @@ class BayesianNetwork(BaseEstimator):
                     "StandardScaler in a Pipeline."
                 )
 
-    def _sample_seed(self, random_state):
+    def _sample_seed(self, random_state: RandomStateLike) -> int | None:
         if random_state is None:
             return None
         return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
@@ -982,36 +1108,44 @@ class BayesianNetwork(BaseEstimator):
         self._check_finite("network outputs (in the units of y)", out)
         return out
 
-    def _output_units(self, f):
+    def _output_units(self, f: np.ndarray) -> np.ndarray:
         return f
 
 
-def _weighted_mean(values, weights) -> float:
+def _weighted_mean(values: torch.Tensor, weights: np.ndarray) -> float:
     """``sum_i w_i v_i / sum_i w_i`` of a tensor ``values`` and numpy ``weights`` (as
     ``values.mean()`` computes it when every weight is 1)."""
     w = torch.as_tensor(np.asarray(weights), dtype=values.dtype, device=values.device)
     return float((values * w).sum() / w.sum())
 
 
-def is_classifier_face(est) -> bool:
+def is_classifier_face(est: BayesianNetwork) -> bool:
     return isinstance(est, BayesianNetworkClassifier)
 
 
 class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
     """Gaussian-likelihood regression on standardised targets (not public)."""
 
+    _likelihood: Gaussian
+    # The targets' mean and standard deviation: floats, or arrays of shape (n_targets,)
+    # after a 2-D ``y`` (``_is_multi``).
+    _y_mean: Any
+    _y_std: Any
+
     _parameter_constraints = {
         "noise_precision": [Options(("auto",)), Interval(numbers.Real, 0, None, closed="neither")],
         "noise_prior": [Check(_is_gamma_prior, "a tuple (shape, rate) of two positive numbers")],
     }
 
-    def _validate_X_y(self, X, y, reset):
+    def _validate_X_y(self, X: ArrayLike, y: ArrayLike, reset: bool) -> tuple[np.ndarray, np.ndarray]:
         return validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32], y_numeric=True, multi_output=True)
 
-    def _n_classes(self):
+    def _n_classes(self) -> int | None:
         return None
 
-    def _prepare_targets(self, y, first, classes=None, sample_weight=None):
+    def _prepare_targets(
+        self, y: np.ndarray, first: bool, classes: ArrayLike | None = None, sample_weight: np.ndarray | None = None
+    ) -> None:
         y = np.asarray(y, dtype=np.float64)
         n_targets = y.shape[1] if y.ndim == 2 else None  # None: a 1-D y
         if not first:
@@ -1041,7 +1175,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             std = float(np.sqrt(np.average((y - self._y_mean) ** 2, weights=sample_weight)))
         self._y_std = std if std > 0 and np.isfinite(std) else 1.0
 
-    def _make_likelihood(self):
+    def _make_likelihood(self) -> Gaussian:
         tau = self.noise_precision
         k = self.__dict__.get("_n_targets")
         if tau == "auto":
@@ -1051,7 +1185,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False, n_outputs=k))
         return Gaussian(GaussianNoise(tau=float(tau) * self._y_std**2, learn=False))
 
-    def _refresh_likelihood(self, n_rows):
+    def _refresh_likelihood(self, n_rows: int) -> None:
         old, new = self._likelihood.noise, self._make_likelihood()
         if new.noise.learn and old.learn:  # the learned q(tau) continues under the current noise_prior
             old.a0, old.b0 = new.noise.a0, new.noise.b0
@@ -1062,13 +1196,13 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             new.start_from(old.noise_variance, min(int(self.iblm_batch_size), n_rows))
             self._likelihood = new
 
-    def _encode_targets(self, y):
+    def _encode_targets(self, y: np.ndarray) -> np.ndarray:
         return (np.asarray(y, dtype=np.float64) - self._y_mean) / self._y_std
 
-    def _target_tensor(self, y):
+    def _target_tensor(self, y: np.ndarray) -> torch.Tensor:
         return self._tensor(y)
 
-    def _finalize(self):
+    def _finalize(self) -> None:
         noise = self._likelihood.noise
         self.noise_precision_ = noise.tau_mean / self._y_std**2
         if self.__dict__.get("_n_targets") is not None:
@@ -1076,28 +1210,35 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
             return
         self.noise_std_ = math.sqrt(noise.noise_variance) * self._y_std
 
-    def _is_multi(self):
+    def _is_multi(self) -> bool:
         return self.__dict__.get("_n_targets") is not None
 
-    def _validation_score(self, Xv, yv, wv=None):
+    def _validation_score(
+        self,
+        Xv: torch.Tensor,
+        yv: np.ndarray,
+        wv: np.ndarray | None = None,
+        posterior: PosteriorTensors | None = None,
+    ) -> float:
+        """Mean (weighted by ``wv``) log predictive density of held-out rows under ``posterior``."""
         if self._is_multi():  # the joint density of a row's targets
-            f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
+            f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16), posterior=posterior)
             y = self._tensor(yv)
             var = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=f.dtype, device=f.device)
             logp = (-0.5 * (y[None] - f) ** 2 / var - 0.5 * torch.log(2 * math.pi * var)).sum(-1)
             lp = torch.logsumexp(logp, 0) - math.log(f.shape[0])
             return float(lp.mean()) if wv is None else _weighted_mean(lp, wv)
-        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))[..., 0]
+        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16), posterior=posterior)[..., 0]
         y = self._tensor(yv)
-        var = self._likelihood.noise.noise_variance
+        var = cast(float, self._likelihood.noise.noise_variance)  # one target: a number
         logp = -0.5 * (y[None] - f) ** 2 / var - 0.5 * math.log(2 * math.pi * var)
         lp = torch.logsumexp(logp, 0) - math.log(f.shape[0])
         return float(lp.mean()) if wv is None else _weighted_mean(lp, wv)
 
-    def _output_units(self, f):
+    def _output_units(self, f: np.ndarray) -> np.ndarray:
         return self._y_mean + self._y_std * f
 
-    def _training_fit_vs_constant(self, f, y):
+    def _training_fit_vs_constant(self, f: torch.Tensor, y: np.ndarray) -> tuple[bool, float, float]:
         """Mean squared error of the predictive mean on (standardised) training targets
         against that of their mean; 'worse' beyond twice the constant's."""
         if self._is_multi():
@@ -1186,7 +1327,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         """
         return self._fit(X, y, incremental=True, sample_weight=sample_weight, n_samples_total=n_samples_total)
 
-    def _moments(self, X):
+    def _moments(self, X: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
         check_is_fitted(self, "posterior_")
         if self._uses_glm():
             mean, cov = self._glm_moments(X)
@@ -1199,17 +1340,19 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         if self._is_multi():
             noise = torch.as_tensor(noise_variance, dtype=torch.float64)
 
-            def multi_moments(f):
+            def multi_moments(f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
                 f = f.double()
                 return f.mean(0), f.var(0, unbiased=False) + noise.to(f.device)
 
-            return self._predict_rows(X, multi_moments)
+            mean, var = self._predict_rows(X, multi_moments)
+            return mean, var
 
-        def moments(f):
+        def moments(f: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
             f = f[..., 0].double()  # float64 moments: no overflow of a float32 variance
-            return f.mean(0), f.var(0, unbiased=False) + noise_variance
+            return f.mean(0), f.var(0, unbiased=False) + cast(float, noise_variance)  # one target: a number
 
-        return self._predict_rows(X, moments)
+        mean, var = self._predict_rows(X, moments)
+        return mean, var
 
     @_scoped_threads
     def predict(self, X: ArrayLike, return_std: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
@@ -1333,9 +1476,10 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         noise_std = self.noise_std_
         rows = iter(range(0, len(y_1d), self._chunk_rows(n_samples)))
 
-        def chunk_log_likelihood(f):  # the mean log predictive density of one chunk's rows
+        def chunk_log_likelihood(f_t: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
+            """The mean log predictive density of one chunk's rows (and their number)."""
             r0 = next(rows)
-            f = self._output_units(f[..., 0].cpu().numpy().astype(np.float64))
+            f = self._output_units(f_t[..., 0].cpu().numpy().astype(np.float64))
             self._check_finite("network outputs (in the units of y)", f)
             return np.array([mixture_log_likelihood(y[r0 : r0 + f.shape[1]], f, noise_std)]), np.array([f.shape[1]])
 
@@ -1389,7 +1533,7 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
         self._check_finite("predictive samples", y)
         return y
 
-    def __sklearn_tags__(self):
+    def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.target_tags.single_output = True
         tags.target_tags.multi_output = True
@@ -1405,7 +1549,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     #: of the logits). Two classes always use MacKay's probit approximation.
     _glm_link = "pairwise"
 
-    def _validate_X_y(self, X, y, reset):
+    def _validate_X_y(self, X: ArrayLike, y: ArrayLike, reset: bool) -> tuple[np.ndarray, np.ndarray]:
         X, y = validate_data(self, X, y, reset=reset, dtype=[np.float64, np.float32])
         try:
             check_classification_targets(y)
@@ -1417,10 +1561,12 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             ) from exc
         return X, y
 
-    def _n_classes(self):
+    def _n_classes(self) -> int:
         return len(self.classes_)
 
-    def _prepare_targets(self, y, first, classes=None, sample_weight=None):
+    def _prepare_targets(
+        self, y: np.ndarray, first: bool, classes: ArrayLike | None = None, sample_weight: np.ndarray | None = None
+    ) -> None:
         if first:
             labels = unique_labels(y) if classes is None else unique_labels(np.asarray(classes))
             if len(labels) < 2:
@@ -1438,7 +1584,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         if unseen.size:
             raise ValueError(f"y contains labels not in classes_: {unseen!r}.")
 
-    def _warn_regression_like_labels(self, labels, n_rows):
+    def _warn_regression_like_labels(self, labels: np.ndarray, n_rows: int) -> None:
         """Warn when ``y`` looks like a numeric regression target: integer labels, more than
         ``REGRESSION_LIKE_CLASSES`` classes, and fewer than ``REGRESSION_LIKE_ROWS`` rows per
         class on average (diabetes' target: 214 classes from 442 rows)."""
@@ -1453,26 +1599,26 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
                 UserWarning,
             )
 
-    def _make_likelihood(self):
+    def _make_likelihood(self) -> Bernoulli | Categorical:
         k = len(self.classes_)
         return Bernoulli() if k == 2 else Categorical(k)
 
-    def _encode_targets(self, y):
+    def _encode_targets(self, y: np.ndarray) -> np.ndarray:
         return np.searchsorted(self.classes_, y)
 
-    def _target_tensor(self, y):
+    def _target_tensor(self, y: np.ndarray) -> torch.Tensor:
         if len(self.classes_) == 2:
             return self._tensor(np.asarray(y, dtype=np.float64))
         return self._tensor(np.asarray(y, dtype=np.int64), dtype=torch.long)
 
-    def _probs(self, f):
+    def _probs(self, f: torch.Tensor) -> torch.Tensor:
         """Class probabilities per weight sample, ``(S, n, n_classes)``."""
         if len(self.classes_) == 2:
             p1 = torch.sigmoid(f[..., 0])
             return torch.stack([1.0 - p1, p1], -1)
         return torch.softmax(f, -1)
 
-    def _training_fit_vs_constant(self, f, y):
+    def _training_fit_vs_constant(self, f: torch.Tensor, y: np.ndarray) -> tuple[bool, float, float]:
         """Log-loss of the predictive probabilities on training labels against that of the
         class frequencies; 'worse' beyond 1.5 times the constant's."""
         p = self._probs(f.double()).mean(0).cpu().numpy()
@@ -1482,8 +1628,15 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         const = float(-np.mean(np.log(np.clip(freq[y], 1e-300, None))))
         return loss > 1.5 * const + 1e-3, loss, const
 
-    def _validation_score(self, Xv, yv, wv=None):
-        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16))
+    def _validation_score(
+        self,
+        Xv: torch.Tensor,
+        yv: np.ndarray,
+        wv: np.ndarray | None = None,
+        posterior: PosteriorTensors | None = None,
+    ) -> float:
+        """Mean (weighted by ``wv``) log predictive probability of held-out labels under ``posterior``."""
+        f = self._outputs(Xv, n_samples=min(int(self.predict_samples), 16), posterior=posterior)
         p = self._probs(f).mean(0)
         idx = torch.as_tensor(np.asarray(yv, dtype=np.int64), device=p.device)
         lp = torch.log(p.gather(1, idx[:, None]).clamp_min(1e-300))

@@ -52,7 +52,7 @@ def nll_grad(lik: Any, f: Tensor, y: Tensor, g: Tensor | None = None) -> tuple[T
 class _NoParameters:
     """A likelihood with no learned parameters."""
 
-    def start_from(self, noise_variance: float, n_rows: int) -> None:
+    def start_from(self, noise_variance: float | np.ndarray, n_rows: float) -> None:
         """No parameters to start."""
 
     def update(self, f: Tensor, y: Tensor, scale: float, N: float, step: float, weights: Tensor | None = None) -> None:
@@ -125,7 +125,7 @@ class Gaussian:
         eps = torch.randn(f.shape[:-1], generator=generator, dtype=f.dtype, device=f.device)
         return f[..., 0] + eps / self.noise.tau_mean**0.5  # type: ignore[return-value]  # a Tensor
 
-    def start_from(self, noise_variance: float, n_rows: int) -> None:
+    def start_from(self, noise_variance: float | np.ndarray, n_rows: float) -> None:
         """Start ``q(tau)`` at the posterior that ``n_rows`` observations with variance
         ``noise_variance`` would give (i-BLM's evidence-maximising estimate of the noise
         of the output layer's regression on a minibatch of ``n_rows`` rows)."""

@@ -4,7 +4,9 @@ The loop owns what every method shares: the step counter ``t_``, the likelihood'
 own update after every step (the regressors' noise precision), snapshots of the
 posterior, divergence recovery, stopping, the objective curve and the progress
 bar. It knows the methods only through the :class:`~skbayes._families.PosteriorFamily`
-interface.
+interface, and the estimator only through two small objects: :class:`TrainingState`
+(what training changes, copied in from the estimator's fitted attributes before a run
+and back after it) and :class:`LoopSettings` (the hyper-parameters it reads).
 
 Stopping rules are small objects, each fed one number per epoch:
 
@@ -22,15 +24,25 @@ from __future__ import annotations
 
 import copy
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, TypedDict
 
 import numpy as np
 import torch
 from sklearn.exceptions import ConvergenceWarning
 
-from ._families.base import StepContext, kl_annealing_scale
+from ._families.base import PosteriorFamily, StepContext, kl_annealing_scale
 from ._linalg import max_abs
 from .exceptions import _warn
+
+if TYPE_CHECKING:
+    from ._likelihoods import Bernoulli, Categorical, Gaussian
+    from ._networks import NetworkForward
+    from ._prior import WeightPrior
+    from .posteriors._common import PosteriorTensors
+
+    Likelihood = Gaussian | Bernoulli | Categorical
 
 #: Epochs in a row (at most ``n_iter_no_change``) the training objective must stay more than
 #: ``max(1, |best|)`` above its best before the fit is stopped and reverted to the best epoch.
@@ -44,7 +56,7 @@ MAX_ABS_WEIGHT = 1e8
 class ToleranceStop:
     """Stop when the objective has not improved by ``tol`` for ``patience`` epochs."""
 
-    def __init__(self, tol: float, patience: int):
+    def __init__(self, tol: float, patience: int) -> None:
         self.tol, self.patience = float(tol), int(patience)
         self.best, self.no_improve = np.inf, 0
 
@@ -58,7 +70,7 @@ class ToleranceStop:
 class ValidationStop:
     """Stop when a validation score has not improved by ``tol`` for ``patience`` epochs."""
 
-    def __init__(self, tol: float, patience: int):
+    def __init__(self, tol: float, patience: int) -> None:
         self.tol, self.patience = float(tol), int(patience)
         self.best, self.no_improve = -np.inf, 0
 
@@ -79,12 +91,13 @@ class RiseGuard:
     following one: pass every epoch's starting snapshot to :meth:`epoch_start`.
     """
 
-    def __init__(self, patience: int):
+    def __init__(self, patience: int) -> None:
         self.patience = int(patience)
         self.best, self.n_above, self.last_was_best = np.inf, 0, False
-        self.best_snapshot = None
+        self.best_snapshot: Snapshot | None = None
 
-    def epoch_start(self, snapshot) -> None:
+    def epoch_start(self, snapshot: Snapshot) -> None:
+        """Offer the snapshot taken at the start of an epoch (kept when the last epoch was the best)."""
         if self.last_was_best:
             self.best_snapshot = snapshot
 
@@ -98,7 +111,7 @@ class RiseGuard:
         return False
 
 
-def is_healthy(posterior) -> bool:
+def is_healthy(posterior: PosteriorTensors) -> bool:
     """Finite posterior whose mean stays below ``MAX_ABS_WEIGHT`` in magnitude."""
     return posterior.is_finite() and max_abs(posterior.mean_t) < MAX_ABS_WEIGHT
 
@@ -117,194 +130,325 @@ class Outcome:
     interrupted: bool = False
 
 
-def snapshot(est):
-    """Deep copies of everything a step changes: posterior, family state, ``t_``, likelihood."""
+@dataclass(frozen=True)
+class LoopSettings:
+    """The hyper-parameters the loop reads (read-only; the estimator's validated parameters).
+
+    Attributes
+    ----------
+    name : str
+        The estimator's class name, for warnings and the progress bar.
+    batch_size : int
+        Minibatch rows (at most the number of training rows).
+    tol : float
+        Smallest improvement of the objective (or of the validation score) that counts.
+    n_iter_no_change : int
+        Epochs without such an improvement before training stops.
+    kl_annealing : sequence of 3 floats or None
+        ``(gamma, a, b)`` of the KL annealing schedule (:func:`kl_annealing_scale`); None
+        without annealing.
+    mc_samples : int
+        Weight samples ``S`` per step.
+    verbose : bool
+        Show a progress bar (``fit`` only).
+    """
+
+    name: str
+    batch_size: int
+    tol: float
+    n_iter_no_change: int
+    kl_annealing: Sequence[float] | None
+    mc_samples: int
+    verbose: bool
+
+
+@dataclass(eq=False)
+class TrainingState:
+    """What training changes: the estimator copies its fitted attributes in before a run of
+    epochs and the results back after it (the attribute each field comes from in brackets).
+
+    The posterior, the family state, the likelihood and the prior are changed in place by
+    the steps; :func:`restore` replaces the posterior and the family state by copies.
+
+    Attributes
+    ----------
+    posterior : PosteriorTensors
+        The variational posterior (``posterior_``).
+    family_state : dict
+        The family's optimiser state: tensors and numbers (``_state``).
+    likelihood : Gaussian, Bernoulli or Categorical
+        The likelihood, with the regressors' noise posterior (``_likelihood``).
+    prior : WeightPrior
+        The weight prior, fixed or learned (``_prior``).
+    forward : NetworkForward
+        Network + parameter vector -> outputs (``_forward``; never changed by the loop).
+    rng_state : Tensor
+        State of the fit's random generator on the training device (``_rng_state``).
+    t : int
+        Training steps completed (``t_``).
+    n_iter : int
+        Epochs completed (``n_iter_``).
+    loss_curve : list of float
+        The objective per example of every completed epoch (``loss_curve_``).
+    validation_scores : list of float
+        The held-out scores of this run's epochs (``validation_scores_``, early stopping).
+    best_validation_score : float or None
+        The best of them, set when the best epoch's state was kept (``best_validation_score_``).
+    """
+
+    posterior: PosteriorTensors
+    family_state: dict[str, Any]
+    likelihood: Likelihood
+    prior: WeightPrior
+    forward: NetworkForward
+    rng_state: torch.Tensor
+    t: int = 0
+    n_iter: int = 0
+    loss_curve: list[float] = field(default_factory=list)
+    validation_scores: list[float] = field(default_factory=list)
+    best_validation_score: float | None = None
+
+
+class Snapshot(TypedDict):
+    """Copies of everything a step changes (:func:`snapshot`)."""
+
+    posterior: PosteriorTensors
+    state: dict[str, Any]
+    t: int
+    likelihood: Any
+    prior: list[float]
+
+
+def snapshot(state: TrainingState) -> Snapshot:
+    """Deep copies of everything a step changes: posterior, family state, ``t``, likelihood, prior."""
     return {
-        "posterior": copy.deepcopy(est.posterior_),
-        "state": copy.deepcopy(est._state),
-        "t": est.t_,
-        "likelihood": copy.deepcopy(est._likelihood.get_state()),
-        "prior": est._prior.get_state(),
+        "posterior": copy.deepcopy(state.posterior),
+        "state": copy.deepcopy(state.family_state),
+        "t": state.t,
+        "likelihood": copy.deepcopy(state.likelihood.get_state()),
+        "prior": state.prior.get_state(),
     }
 
 
-def restore(est, snap):
-    est.posterior_ = copy.deepcopy(snap["posterior"])
-    est._state = copy.deepcopy(snap["state"])
-    est.t_ = snap["t"]
-    est._likelihood.set_state(copy.deepcopy(snap["likelihood"]))
-    est._prior.set_state(snap["prior"])
+def restore(state: TrainingState, snap: Snapshot) -> None:
+    """Put ``state`` back to a :func:`snapshot` (the snapshot stays usable)."""
+    state.posterior = copy.deepcopy(snap["posterior"])
+    state.family_state = copy.deepcopy(snap["state"])
+    state.t = snap["t"]
+    state.likelihood.set_state(copy.deepcopy(snap["likelihood"]))
+    state.prior.set_state(snap["prior"])
 
 
-def permutation(n, gen, device):
+def permutation(n: int, gen: torch.Generator, device: torch.device) -> torch.Tensor:
     """The order of the rows in an epoch (tests replace it to fix the order)."""
     return torch.randperm(n, generator=gen, device=device)
 
 
-def run_epoch(est, family, X, y, batch_size, gen, weights=None, n_train=None, n_total=None, on_step=None):
-    """One pass over ``(X, y)`` (tensors) in random minibatches; returns the summed data
-    terms and the number of steps. Raises :class:`Divergence` on non-finite values.
+def n_examples(n_rows: int, weights: torch.Tensor | None, n_train: float | None, n_total: float | None) -> float:
+    """The number of examples the data terms of ``n_rows`` rows are scaled to: ``n_total``
+    (``partial_fit``: the stream's), else ``n_train`` with sample weights (their sum), else
+    ``n_rows``."""
+    if n_total is not None:
+        return n_total
+    if weights is None:
+        return n_rows
+    if n_train is None:
+        raise TypeError("n_train (the sum of the sample weights) is required with weights.")
+    return n_train
 
-    ``weights``: None, or the rows' sample weights rescaled to mean one, with ``n_train``
-    their sum before rescaling (the effective number of examples; see
+
+def run_epoch(
+    state: TrainingState,
+    settings: LoopSettings,
+    family: PosteriorFamily,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    gen: torch.Generator,
+    weights: torch.Tensor | None = None,
+    n_train: float | None = None,
+    n_total: float | None = None,
+    on_step: Callable[[int, torch.Tensor], None] | None = None,
+) -> tuple[float, int]:
+    """One pass over ``(X, y)`` (tensors of ``N`` rows) in random minibatches of
+    ``settings.batch_size`` rows; returns the summed data terms and the number of steps.
+    Raises :class:`Divergence` on non-finite values.
+
+    ``weights``: None, or the rows' sample weights (shape ``(N,)``) rescaled to mean one,
+    with ``n_train`` their sum before rescaling (the effective number of examples; see
     :class:`~skbayes._families.base.StepContext`). ``n_total`` (``partial_fit``): the
     number of examples the rows stand for (the stream's), which the data terms are
-    scaled to instead. ``on_step``: None, or a callable given the rows of every completed step."""
+    scaled to instead. ``on_step``: None, or a callable given the rows and the posterior
+    mean of every completed step."""
     N = X.shape[0]
-    if weights is None:
-        n_train = N
-    if n_total is not None:
-        n_train = n_total
+    n_train = n_examples(N, weights, n_train, n_total)
+    batch_size = settings.batch_size
     perm = permutation(N, gen, X.device)
     total, n_steps = 0.0, 0
-    prior_precision = est._prior.value()
+    prior_precision = state.prior.value()
     for start in range(0, N, batch_size):
         idx = perm[start : start + batch_size]
         Xb, yb = X[idx], y[idx]
         wb = None if weights is None else weights[idx]
         ctx = StepContext(
-            forward=est._forward,
-            likelihood=est._likelihood,
+            forward=state.forward,
+            likelihood=state.likelihood,
             n_train=n_train,
             generator=gen,
-            t=est.t_,
-            kl_scale=kl_annealing_scale(est.kl_annealing, est.t_),
-            mc_samples=int(est.mc_samples),
+            t=state.t,
+            kl_scale=kl_annealing_scale(settings.kl_annealing, state.t),
+            mc_samples=int(settings.mc_samples),
             prior_precision=prior_precision,
             weights=wb,
         )
         try:
             with torch.no_grad():
-                res = family.step(est.posterior_, est._state, Xb, yb, ctx)
+                res = family.step(state.posterior, state.family_state, Xb, yb, ctx)
                 f = res.outputs
                 if wb is None:
-                    est._likelihood.update(f, yb, n_train / (f.shape[1] * f.shape[0]), n_train, res.noise_step)
+                    state.likelihood.update(f, yb, n_train / (f.shape[1] * f.shape[0]), n_train, res.noise_step)
                 else:
                     scale = n_train / (f.shape[1] * f.shape[0])
-                    est._likelihood.update(f, yb, scale, n_train, res.noise_step, weights=wb)
+                    state.likelihood.update(f, yb, scale, n_train, res.noise_step, weights=wb)
         except (torch.linalg.LinAlgError, FloatingPointError) as exc:  # non-finite values mid-step
             raise Divergence from exc
-        est.t_ += 1
+        state.t += 1
         total += res.data_term
         n_steps += 1
-        if not math.isfinite(total) or not is_healthy(est.posterior_):
+        if not math.isfinite(total) or not is_healthy(state.posterior):
             raise Divergence
         if on_step is not None:
-            on_step(Xb.shape[0])
+            on_step(Xb.shape[0], state.posterior.mean_t)
     return total, n_steps
 
 
-def update_prior(est):
+def update_prior(state: TrainingState) -> None:
     """Empirical-Bayes (M-step) update of a learned weight prior from the current posterior."""
-    if est._prior.learn:
+    if state.prior.learn:
         with torch.no_grad():
-            est._prior.update(est.posterior_.mean_t, est.posterior_.variance_t())
+            state.prior.update(state.posterior.mean_t, state.posterior.variance_t())
 
 
-def objective(est, family, data_term, n_steps, N):
+def objective(
+    state: TrainingState, settings: LoopSettings, family: PosteriorFamily, data_term: float, n_steps: int, N: float
+) -> float:
     """Per-example negative ELBO of an epoch: mean data term plus the KL terms at its end."""
     try:
         with torch.no_grad():
-            kl = family.kl(est.posterior_, est._state, kl_annealing_scale(est.kl_annealing, est.t_), est._prior.value())
-            kl += est._likelihood.kl()
+            kl = family.kl(
+                state.posterior,
+                state.family_state,
+                kl_annealing_scale(settings.kl_annealing, state.t),
+                state.prior.value(),
+            )
+            kl += state.likelihood.kl()
     except (torch.linalg.LinAlgError, FloatingPointError) as exc:  # a posterior too degenerate to evaluate
         raise Divergence from exc
     return (data_term / n_steps + kl) / N
 
 
 def run_epochs(
-    est, family, X, y, n_epochs, incremental, validation=None, weights=None, n_train=None, n_total=None, on_step=None
-):
-    """Train ``est`` for up to ``n_epochs`` epochs on ``(X, y)`` (tensors).
+    state: TrainingState,
+    settings: LoopSettings,
+    family: PosteriorFamily,
+    X: torch.Tensor,
+    y: torch.Tensor,
+    n_epochs: int,
+    incremental: bool,
+    validation: Callable[[PosteriorTensors], float] | None = None,
+    weights: torch.Tensor | None = None,
+    n_train: float | None = None,
+    n_total: float | None = None,
+    on_step: Callable[[int, torch.Tensor], None] | None = None,
+) -> Outcome:
+    """Train ``state`` for up to ``n_epochs`` epochs on ``(X, y)`` (tensors).
 
-    ``validation``: None, or a callable returning the held-out score of the current
-    posterior (early stopping). ``incremental`` (``partial_fit``): no stopping rule.
+    ``validation``: None, or a callable returning the held-out score of a posterior
+    (early stopping). ``incremental`` (``partial_fit``): no stopping rule.
     ``weights``, ``n_train``: sample weights rescaled to mean one and their sum (see
-    :func:`run_epoch`); the objective is then per effective example. ``n_total``: see
+    :func:`run_epoch`); the objective is then per effective example. ``n_total``, ``on_step``: see
     :func:`run_epoch`.
     Returns an :class:`Outcome`; warnings name the family's step sizes.
     """
-    name = type(est).__name__
+    name = settings.name
     gen = torch.Generator(device=X.device)
-    gen.set_state(est._rng_state)
-    N = (X.shape[0] if weights is None else n_train) if n_total is None else n_total
-    bs = est._batch_size(X.shape[0])
-    tol_stop = ToleranceStop(est.tol, est.n_iter_no_change)
-    val_stop = ValidationStop(est.tol, est.n_iter_no_change) if validation is not None else None
+    gen.set_state(state.rng_state)
+    N = n_examples(X.shape[0], weights, n_train, n_total)
+    tol_stop = ToleranceStop(settings.tol, settings.n_iter_no_change)
+    val_stop = ValidationStop(settings.tol, settings.n_iter_no_change) if validation is not None else None
     guard = None
-    if not incremental and est.kl_annealing is None:
-        guard = RiseGuard(min(RISE_PATIENCE, int(est.n_iter_no_change)))
+    if not incremental and settings.kl_annealing is None:
+        guard = RiseGuard(min(RISE_PATIENCE, int(settings.n_iter_no_change)))
     best_val_snap = None
     outcome = Outcome()
     bar = None
-    if est.verbose and not incremental:
+    if settings.verbose and not incremental:
         from tqdm.auto import tqdm
 
         bar = tqdm(total=n_epochs, desc=name, leave=True)
     for _ in range(n_epochs):
-        snap = snapshot(est)
+        snap = snapshot(state)
         if guard is not None:
             guard.epoch_start(snap)
         try:
-            data_term, n_steps = run_epoch(est, family, X, y, bs, gen, weights, n_train, n_total, on_step)
-            loss = objective(est, family, data_term, n_steps, N)
+            data_term, n_steps = run_epoch(state, settings, family, X, y, gen, weights, n_train, n_total, on_step)
+            loss = objective(state, settings, family, data_term, n_steps, N)
         except KeyboardInterrupt:
-            restore(est, snap)  # the end of the last completed epoch
+            restore(state, snap)  # the end of the last completed epoch
             outcome.interrupted = True
             break
         except Divergence:
-            restore(est, snap)
+            restore(state, snap)
             outcome.diverged = True
             _warn(
-                f"{name} diverged (non-finite values or weights beyond 1e8) in epoch {est.n_iter_ + 1}: "
-                f"training stopped and the posterior reverted to the end of epoch {est.n_iter_}. "
+                f"{name} diverged (non-finite values or weights beyond 1e8) in epoch {state.n_iter + 1}: "
+                f"training stopped and the posterior reverted to the end of epoch {state.n_iter}. "
                 f"The learning rate is likely too large ({family.step_sizes()}) or the "
                 "inputs are badly scaled; lower the learning rate, or standardise the inputs.",
                 ConvergenceWarning,
             )
             break
-        update_prior(est)
-        est.loss_curve_.append(loss)
-        est.n_iter_ += 1
+        update_prior(state)
+        state.loss_curve.append(loss)
+        state.n_iter += 1
         if bar is not None:
             bar.set_postfix(neg_elbo=f"{loss:.4f}")
             bar.update(1)
         if incremental:
             continue
-        if guard is not None and guard.update(loss):
-            restore(est, guard.best_snapshot)
+        if guard is not None and guard.update(loss) and guard.best_snapshot is not None:
+            restore(state, guard.best_snapshot)
             outcome.unstable = True
             _warn(
                 f"{name}: the training objective per example (loss_curve_) rose "
                 f"from {guard.best:.4g} to {loss:.4g} and stayed up for {guard.n_above} epochs (epoch "
-                f"{est.n_iter_}): training stopped and the "
+                f"{state.n_iter}): training stopped and the "
                 f"posterior reverted to the end of its best epoch. The step sizes are likely too "
                 f"large for this problem ({family.step_sizes()}); "
                 "lower them, or use early_stopping.",
                 ConvergenceWarning,
             )
             break
-        if val_stop is not None:
-            score = validation()
-            est.validation_scores_.append(score)
+        if val_stop is not None and validation is not None:
+            score = validation(state.posterior)
+            state.validation_scores.append(score)
             improved, stop = val_stop.update(score)
             if improved:
-                best_val_snap = snapshot(est)
+                best_val_snap = snapshot(state)
         else:
             stop = tol_stop.update(loss)
             if stop and guard is not None and guard.best_snapshot is not None and loss > guard.best:
                 # the objective has not improved for n_iter_no_change epochs: keep the best
                 # epoch's posterior, not the last one (single-sample steps drift past the optimum)
-                restore(est, guard.best_snapshot)
+                restore(state, guard.best_snapshot)
         if stop:
             outcome.converged = True
             break
     if bar is not None:
         bar.close()
-    if best_val_snap is not None:
-        restore(est, best_val_snap)
-        est.best_validation_score_ = val_stop.best
-    est._rng_state = gen.get_state()
+    if best_val_snap is not None and val_stop is not None:
+        restore(state, best_val_snap)
+        state.best_validation_score = val_stop.best
+    state.rng_state = gen.get_state()
     if (
         not incremental
         and n_epochs > 0
@@ -322,7 +466,7 @@ class IterateAverage:
     averaging): ``sum_k w_k mu_k / sum_k w_k``. Plain tensor and float, so it deep-copies
     and pickles with the estimator."""
 
-    def __init__(self, mean: torch.Tensor, weight: float):
+    def __init__(self, mean: torch.Tensor, weight: float) -> None:
         self.total = mean * float(weight)
         self.weight = float(weight)
 

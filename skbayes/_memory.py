@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from torch import nn
@@ -74,11 +75,12 @@ def memory_limit_bytes() -> float:
     return limit
 
 
-def gib(nbytes) -> float:
+def gib(nbytes: float) -> float:
+    """Bytes in GiB."""
     return float(nbytes) / 2**30
 
 
-def check_memory(parts, who: str) -> float:
+def check_memory(parts: Sequence[MemoryPart], who: str) -> float:
     """Raise :class:`MemoryLimitError` when the parts sum to more than the limit; returns the sum.
 
     The message names the total, the limit and the largest parts with the parameter that
@@ -99,7 +101,8 @@ def check_memory(parts, who: str) -> float:
     )
 
 
-def _limit_setting():
+def _limit_setting() -> float:
+    """``skbayes.linear_model.MEMORY_LIMIT_GIB`` as set."""
     from . import linear_model
 
     return linear_model.MEMORY_LIMIT_GIB
@@ -131,11 +134,12 @@ def module_layers(module: nn.Module) -> list[Layer]:
     return layers
 
 
-def n_params(layers) -> int:
+def n_params(layers: Iterable[Layer]) -> int:
+    """Parameters of the layers, biases included."""
     return int(sum(l.n_params for l in layers))
 
 
-def activation_bytes(layers, n_rows: int, itemsize: int, copies: int = 4) -> float:
+def activation_bytes(layers: Sequence[Layer], n_rows: int, itemsize: int, copies: int = 4) -> float:
     """Bytes of the layer inputs and outputs of ``n_rows`` rows (weight samples times
     minibatch rows), ``copies`` times over (forward tape, output gradients, temporaries)."""
     width = layers[0].fan_in * layers[0].positions + sum(l.fan_out * l.positions for l in layers)

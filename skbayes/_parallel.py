@@ -55,7 +55,9 @@ from __future__ import annotations
 import math
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any, cast
 
 import torch
 from torch import nn
@@ -70,10 +72,10 @@ __all__ = ["ThreadScope", "limit_torch_threads", "network_macs_per_row", "policy
 #: possible gain on an idle machine for safety on a busy one.
 WORK_PER_THREAD = 1e7
 
-_OPENMP_BACKEND = None  # whether torch runs its intra-op kernels on OpenMP (checked once)
+_OPENMP_BACKEND: bool | None = None  # whether torch runs its intra-op kernels on OpenMP (checked once)
 
 
-def _positive_int(value):
+def _positive_int(value: str | None) -> int | None:
     """The first entry of an ``OMP_NUM_THREADS``-style value ("4" or "4,2") as a positive int, or None."""
     if not value:
         return None
@@ -84,7 +86,7 @@ def _positive_int(value):
     return n if n > 0 else None
 
 
-def _environment_limit():
+def _environment_limit() -> int | None:
     """The thread count torch derives from the environment (MKL's variable first, as torch does), or None."""
     if torch.backends.mkl.is_available():
         n = _positive_int(os.environ.get("MKL_NUM_THREADS"))
@@ -93,7 +95,7 @@ def _environment_limit():
     return _positive_int(os.environ.get("OMP_NUM_THREADS"))
 
 
-def _dask_worker_limit():
+def _dask_worker_limit() -> int | None:
     """The number of threads of the dask worker running the current task, or None outside one."""
     distributed = sys.modules.get("distributed")
     if distributed is None:
@@ -116,7 +118,8 @@ def torch_thread_limit() -> int | None:
     return min(limits) if limits else None
 
 
-def _openmp_backend():
+def _openmp_backend() -> bool:
+    """Whether torch runs its intra-op kernels on OpenMP (asked once)."""
     global _OPENMP_BACKEND
     if _OPENMP_BACKEND is None:
         _OPENMP_BACKEND = "parallel backend: OpenMP" in torch.__config__.parallel_info()
@@ -144,15 +147,16 @@ def network_macs_per_row(module: nn.Module, x: torch.Tensor) -> float:
     """
     total = [0]
 
-    def count(layer, inputs, output):
+    def count(layer: nn.Module, inputs: tuple[Any, ...], output: Any) -> None:
         if not isinstance(output, torch.Tensor):
             return
         if isinstance(layer, nn.Linear):
             per_output = layer.in_features
         elif isinstance(layer, nn.Bilinear):
             per_output = layer.in1_features * layer.in2_features
-        else:
-            per_output = (layer.in_channels // layer.groups) * math.prod(layer.kernel_size)
+        else:  # a convolution: the hooks sit on the layers of _COUNTED only
+            conv = cast(nn.modules.conv._ConvNd, layer)
+            per_output = (conv.in_channels // conv.groups) * math.prod(conv.kernel_size)
         total[0] += output.numel() * per_output
 
     hooks = [m.register_forward_hook(count) for m in module.modules() if isinstance(m, _COUNTED)]
@@ -171,11 +175,11 @@ class ThreadScope:
     :meth:`update` re-decides it when the work becomes known later (a custom
     module is only built during the fit)."""
 
-    def __init__(self, n_threads, before):
+    def __init__(self, n_threads: int | None, before: int) -> None:
         self.n_threads, self.before = n_threads, before
         self.changed = False
 
-    def count_for(self, work) -> int:
+    def count_for(self, work: float | None) -> int:
         """The count a call of ``work`` multiply-adds per pass runs at here."""
         limit = torch_thread_limit()
         if self.n_threads is not None:
@@ -184,7 +188,7 @@ class ThreadScope:
             n = policy_threads(work, self.before)
         return n if limit is None else min(n, limit)
 
-    def update(self, work) -> None:
+    def update(self, work: float | None) -> None:
         """Run the rest of the block at the count for ``work``."""
         n = self.count_for(work)
         if n != torch.get_num_threads() and _openmp_backend():
@@ -193,7 +197,7 @@ class ThreadScope:
 
 
 @contextmanager
-def limit_torch_threads(n_threads: int | None = None, work: float | None = None):
+def limit_torch_threads(n_threads: int | None = None, work: float | None = None) -> Iterator[ThreadScope]:
     """Run the block at the thread count for ``work`` (see the module docstring).
 
     Parameters

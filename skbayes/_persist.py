@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module
+from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, make_module, materialize
 
 #: Version of the portable format (stored, checked on load).
 FORMAT = 1
@@ -238,8 +238,8 @@ def _rebuild_network(est: Any, network: dict[str, Any]) -> nn.Module:
     mlp = network["mlp"]
     if mlp is not None:
         with torch.device("meta"):
-            net = build_mlp(network["n_in"], mlp["hidden"], mlp["n_out"], mlp["activation"])
-        net = net.to_empty(device="cpu")
+            net: nn.Module = build_mlp(network["n_in"], mlp["hidden"], mlp["n_out"], mlp["activation"])
+        materialize(net, "cpu")
     else:
         if est.module is None:
             raise ValueError("cannot rebuild the network: no module parameter")

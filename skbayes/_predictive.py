@@ -20,24 +20,43 @@ normal draws for every row), and :func:`probit_proba` into class probabilities b
 probit approximation.
 """
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any, Protocol
 
 import torch
+from torch import Tensor
 from torch.func import jacrev, vmap
 
 from .posteriors import DiagonalGaussian, KroneckerGaussian, LowRankGaussian, SoftplusGaussian
+from .posteriors._common import GaussianTensors
 from .posteriors.kfac import EigenBlock
+
+if TYPE_CHECKING:
+    from ._networks import NetworkForward
+    from ._networks.dense import TapeEntry
 
 #: Elements of the largest temporary a chunk of rows may allocate (32 Mi values).
 _BUDGET = 2**25
 
 
-def linearized_moments(posterior, forward, X):
+class CovarianceTensors(GaussianTensors, Protocol):
+    """A Gaussian posterior that applies its covariance without forming it (what the
+    linearised predictive reads): :class:`~skbayes.posteriors._common.GaussianTensors` plus
+    ``covariance_apply_t``."""
+
+    def covariance_apply_t(self, x: Tensor) -> Tensor:
+        """``Sigma x`` for ``x`` of shape (D,) or (D, k), of the shape of ``x``."""
+        ...
+
+
+def linearized_moments(posterior: CovarianceTensors, forward: NetworkForward, X: Tensor) -> tuple[Tensor, Tensor]:
     """Mean and covariance of the linearised network's outputs under the posterior.
 
     Parameters
     ----------
-    posterior : PosteriorMixin
+    posterior : CovarianceTensors
         A Gaussian posterior (``mean_t`` and ``covariance_apply_t``).
     forward : NetworkForward
         The network.
@@ -60,6 +79,7 @@ def linearized_moments(posterior, forward, X):
     if X.shape[0] == 0:
         return X.new_zeros(0, k), X.new_zeros(0, k, k)
     if fast:
+        assert forward.spec is not None  # forward.dense
         plan = _dense_plan(posterior, forward)
         widest = max(max(o, i) for (_, o, i, _) in forward.spec.linears)
         rank = plan["Z"].shape[1] if plan.get("Z") is not None else 0
@@ -76,10 +96,13 @@ def linearized_moments(posterior, forward, X):
     return torch.cat(means), torch.cat(covs)
 
 
-def _generic_moments(posterior, forward, mu, Xc):
-    """Any module: Jacobian rows (m, k, D) by ``torch.func``, then ``J Sigma J^T``."""
+def _generic_moments(
+    posterior: CovarianceTensors, forward: NetworkForward, mu: Tensor, Xc: Tensor
+) -> tuple[Tensor, Tensor]:
+    """Any module: Jacobian rows (m, k, D) by ``torch.func``, then ``J Sigma J^T``; the mean
+    (m, k) and the covariances (m, k, k) of the rows ``Xc`` (m, n_features) at ``mu`` (D,)."""
 
-    def f(theta, x):
+    def f(theta: Tensor, x: Tensor) -> Tensor:
         return forward(theta, x[None])[0]
 
     with torch.enable_grad():
@@ -93,8 +116,10 @@ def _generic_moments(posterior, forward, mu, Xc):
     return mean, cov
 
 
-def _dense_plan(posterior, forward):
-    """The posterior's covariance in the form the dense path consumes, once per call."""
+def _dense_plan(posterior: CovarianceTensors, forward: NetworkForward) -> dict[str, Any]:
+    """The posterior's covariance in the form the dense path consumes, once per call:
+    ``{"blocks": {w_off: (layer, block)}}`` (Kronecker), ``{"v": variances (D,), "Z": (D, L) or
+    None}`` (low rank: ``Sigma = diag(v) - Z Z^T``), or ``{"v": variances (D,)}`` (diagonal)."""
     with torch.no_grad():
         if isinstance(posterior, KroneckerGaussian):
             return {"blocks": {l.w_off: (l, b) for l, b in zip(posterior.layers, posterior.blocks)}}
@@ -104,9 +129,13 @@ def _dense_plan(posterior, forward):
         return {"v": posterior.variance_t()}  # diagonal covariances
 
 
-def _dense_moments(plan, forward, mu, Xc, k):
-    """Dense-layer networks: per layer, ``J_k = delta_k a^T`` (weights) and ``delta_k`` (bias)."""
+def _dense_moments(
+    plan: dict[str, Any], forward: NetworkForward, mu: Tensor, Xc: Tensor, k: int
+) -> tuple[Tensor, Tensor]:
+    """Dense-layer networks: per layer, ``J_k = delta_k a^T`` (weights) and ``delta_k`` (bias);
+    the mean (m, k) and the covariances (m, k, k) of the rows ``Xc`` (m, n_features) at ``mu`` (D,)."""
     spec = forward.spec
+    assert spec is not None  # the dense path
     with torch.no_grad():
         out, tape = spec.forward_tape(mu[None], Xc)
         # back-propagate the k unit output directions at once (k plays the sample axis)
@@ -116,7 +145,7 @@ def _dense_moments(plan, forward, mu, Xc, k):
         inputs = spec.linear_inputs(tape)
         m = Xc.shape[0]
         cov = Xc.new_zeros(m, k, k)
-        JZ = None
+        JZ: Tensor | None = None
         for A, delta, (w_off, o, i, b_off) in zip(inputs, deltas, spec.linears):
             a = A[0]  # (m, i): the same for every direction
             dl = delta.permute(1, 0, 2)  # (m, k, o)
@@ -150,7 +179,7 @@ def _dense_moments(plan, forward, mu, Xc, k):
         return out[0], cov
 
 
-def _expand_entry(entry, k):
+def _expand_entry(entry: TapeEntry, k: int) -> TapeEntry:
     """A tape entry of one weight vector made to serve ``k`` back-propagated directions."""
     if entry[0] == "linear":
         return ("linear", entry[1], entry[2].expand(k, -1, -1), entry[3])
@@ -160,7 +189,7 @@ def _expand_entry(entry, k):
     return entry
 
 
-def _sqrt(cov):
+def _sqrt(cov: Tensor) -> Tensor:
     """Per-row square roots ``R`` with ``R R^T = cov`` (``cov`` (n, k, k) PSD up to rounding)."""
     if cov.shape[-1] == 1:
         return cov.clamp_min(0.0).sqrt()
@@ -171,15 +200,17 @@ def _sqrt(cov):
     return R
 
 
-def gaussian_draws(mean, cov, n_samples, generator):
-    """Draws ``(S, n, k)`` of ``N(mean_i, cov_i)`` per row; the same standard normal draws
-    ``(S, k)`` serve every row, so a row's draws do not depend on the other rows."""
+def gaussian_draws(mean: Tensor, cov: Tensor, n_samples: int, generator: torch.Generator | None) -> Tensor:
+    """Draws ``(S, n, k)`` of ``N(mean_i, cov_i)`` per row (``mean`` (n, k), ``cov`` (n, k, k),
+    ``S = n_samples``); the same standard normal draws ``(S, k)`` serve every row, so a row's
+    draws do not depend on the other rows."""
     z = torch.randn(int(n_samples), mean.shape[-1], generator=generator, dtype=mean.dtype, device=mean.device)
     return mean[None] + torch.einsum("nkl,sl->snk", _sqrt(cov), z)
 
 
-def pairwise_probit_proba(mean, cov):
-    """Class probabilities ``(n, n_classes)`` from Gaussian logits by the probit approximation
+def pairwise_probit_proba(mean: Tensor, cov: Tensor) -> Tensor:
+    """Class probabilities ``(n, n_classes)`` from Gaussian logits (``mean`` (n, k), ``cov``
+    (n, k, k)) by the probit approximation
     of every pairwise difference of logits (the mean-field approximation of Lu, Ie and Sha,
     2020)::
 
@@ -198,8 +229,9 @@ def pairwise_probit_proba(mean, cov):
     return torch.softmax(logp, -1)
 
 
-def probit_proba(mean, cov):
-    """Class probabilities ``(n, n_classes)`` from Gaussian logits by the probit approximation.
+def probit_proba(mean: Tensor, cov: Tensor) -> Tensor:
+    """Class probabilities ``(n, n_classes)`` from Gaussian logits (``mean`` (n, k), ``cov``
+    (n, k, k); ``k = 1`` for two classes) by the probit approximation.
 
     One logit (two classes): ``sigmoid(m / sqrt(1 + pi v / 8))`` (MacKay, 1992). Several:
     ``softmax(m_k / sqrt(1 + pi v_kk / 8))``, the multi-class probit approximation

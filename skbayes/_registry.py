@@ -2,7 +2,7 @@
 
 Adding an estimator: its public module (the class), its family (``_families/``), its posterior
 (``posteriors/``), its docs page, one :class:`EstimatorInfo` line in :data:`ESTIMATORS` below and
-the name in ``skbayes/__init__.py``'s imports (see docs/architecture.md, "Adding a method").
+the names in ``skbayes/__init__.py``'s imports and ``__all__`` (see docs/adding_a_method.md).
 """
 
 from __future__ import annotations
@@ -100,10 +100,11 @@ def all_estimators(
     Examples
     --------
     >>> from skbayes import all_estimators
-    >>> [e.name for e in all_estimators(task="classifier", gaussian=False)]
-    ['MCDropoutClassifier']
-    >>> len(all_estimators())
-    15
+    >>> info = all_estimators(task="classifier")[0]
+    >>> info.name, info.method, info.docs
+    ('SLANGClassifier', 'slang', 'slang.md')
+    >>> [e.name for e in all_estimators(network=False)]
+    ['BayesianLinearRegression']
     """
     if task not in (None, "regressor", "classifier"):
         raise ValueError(f"task must be None, 'regressor' or 'classifier', got {task!r}")

@@ -38,7 +38,7 @@ class Interval(Constraint):
     not numbers here.
     """
 
-    def __init__(self, kind: type, low: float | None, high: float | None, closed: str = "both"):
+    def __init__(self, kind: type, low: float | None, high: float | None, closed: str = "both") -> None:
         self.kind, self.low, self.high, self.closed = kind, low, high, closed
 
     def is_satisfied_by(self, value: Any) -> bool:
@@ -72,7 +72,7 @@ class Interval(Constraint):
 class Options(Constraint):
     """One of a fixed set of values (strings, usually)."""
 
-    def __init__(self, options: Iterable[Any]):
+    def __init__(self, options: Iterable[Any]) -> None:
         self.options = tuple(options)
 
     def is_satisfied_by(self, value: Any) -> bool:
@@ -102,7 +102,7 @@ class _Boolean(Constraint):
 
 
 class _InstanceOf(Constraint):
-    def __init__(self, kind: type, name: str):
+    def __init__(self, kind: type, name: str) -> None:
         self.kind, self.name = kind, name
 
     def is_satisfied_by(self, value: Any) -> bool:
@@ -139,7 +139,7 @@ class _RandomState(Constraint):
 class Check(Constraint):
     """A predicate with its own description (for structured values such as tuples)."""
 
-    def __init__(self, predicate: Callable[[Any], bool], description: str):
+    def __init__(self, predicate: Callable[[Any], bool], description: str) -> None:
         self.predicate, self.description = predicate, description
 
     def is_satisfied_by(self, value: Any) -> bool:

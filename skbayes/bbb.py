@@ -29,10 +29,10 @@ class BBBRegressor(BayesianNetworkRegressor):
         activation="relu",
         module=None,
         prior_precision=1.0,
-        kl_weight=1.0,
+        kl_weight=0.1,
         local_reparam=True,
         learning_rate=0.01,
-        max_iter=200,
+        max_iter="auto",
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
@@ -51,7 +51,7 @@ class BBBRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="sampled",
+        predictive="glm",
     ):
         store_init_params(locals())
 
@@ -66,10 +66,10 @@ class BBBClassifier(BayesianNetworkClassifier):
         activation="relu",
         module=None,
         prior_precision=1.0,
-        kl_weight=1.0,
+        kl_weight=0.1,
         local_reparam=True,
         learning_rate=0.01,
-        max_iter=200,
+        max_iter="auto",
         batch_size="auto",
         mc_samples=1,
         predict_samples=100,
@@ -86,7 +86,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="sampled",
+        predictive="glm",
     ):
         store_init_params(locals())
 

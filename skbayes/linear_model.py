@@ -112,6 +112,25 @@ def _fit_memory_bytes(n: int, d: int, restricted: bool, learn_noise: bool) -> tu
     return 8 * n * d + max(svd, solve), route
 
 
+def _check_fit_memory(shape: tuple[int, int], n_targets: int, restricted: bool, learn_noise: bool) -> None:
+    """Raise :class:`MemoryLimitError` before ``fit`` allocates more than the limit for
+    ``X`` of this shape and ``n_targets`` targets (see :func:`_fit_memory_bytes`)."""
+    n_samples, n_features = shape
+    nbytes, route = _fit_memory_bytes(n_samples, n_features, restricted, learn_noise)
+    # every further target keeps its sigma_ (and its factor for sample_y)
+    nbytes += (n_targets - 1) * 8 * (2 * n_features**2 + (0 if route == "primal" else n_samples * n_features))
+    m = n_features if route == "primal" else n_samples - int(restricted)
+    _check_memory(
+        nbytes,
+        "fit",
+        f"X has shape ({n_samples}, {n_features}); the posterior covariance sigma_ alone is "
+        + ("a " if n_targets == 1 else f"{n_targets} ")
+        + f"({n_features}, {n_features}) float64 array{'' if n_targets == 1 else 's'} of "
+        f"{_gib(8.0 * n_targets * n_features**2):.1f} GiB, "
+        f"and the {route} solve factorises a ({m}, {m}) matrix",
+    )
+
+
 def _column_scales(Zc: np.ndarray, weights: np.ndarray, offset: float | np.ndarray | None) -> np.ndarray:
     """Scales used to standardise: the weighted root mean square of each column of ``Zc``.
 
@@ -212,63 +231,94 @@ def _solve(
     if method == "auto":
         method = "primal" if d <= n_eff else "dual"
     if method == "dual" and restricted:
-        # Centring with the r-weighted means makes sqrt(r) orthogonal to the columns of
-        # Xw and to yw. A Householder reflection H maps sqrt(r)/|sqrt(r)| to e_1; the
-        # first row of H Xw and of H yw is then zero and is dropped, which leaves every
-        # quantity below unchanged but keeps alpha I + Xw Xw^T well conditioned.
-        u = sr / np.linalg.norm(sr)
-        u[0] -= 1.0
-        nu = np.linalg.norm(u)
-        if nu > 0:
-            u /= nu
-            Xw -= np.outer(2.0 * u, u @ Xw)  # Xw is a fresh array: update it in place
-            yw = yw - 2.0 * u * (u @ yw)
-        Xw, yw = Xw[1:], yw[1:]
+        Xw, yw = _drop_centred_direction(Xw, yw, sr)
+    if method not in ("primal", "dual"):  # pragma: no cover - internal
+        raise ValueError(f"unknown method {method!r}")
     # log|L + Xc Xc^T / alpha| = -sum(log r) + log|I_n + Xw Xw^T / alpha|
     logdet = -np.sum(np.log(r))
-    if method == "primal":
-        A = Xw.T @ Xw
-        A.flat[:: d + 1] += alpha
-        chol = _cholesky(A, "posterior precision")
-        del A
-        coef = linalg.cho_solve((chol, True), Xw.T @ yw, check_finite=False)
-        # |I_n + Xw Xw^T / alpha| = |A| / alpha^d
-        logdet += 2.0 * np.sum(np.log(np.diag(chol))) - d * math.log(alpha)
-        # y^T (L + Xc Xc^T / alpha)^{-1} y = |yw - Xw m|^2 + alpha |m|^2  (sum of squares)
-        resid = yw - Xw @ coef
-        quad = resid @ resid + alpha * (coef @ coef)
-        sigma = None
-        if compute_sigma:
-            Linv = linalg.solve_triangular(chol, np.eye(d), lower=True, overwrite_b=True, check_finite=False)
-            sigma = Linv.T @ Linv  # A^{-1} = L^{-T} L^{-1}
-            del Linv
-    elif method == "dual":
-        m_ = Xw.shape[0]
-        K = Xw @ Xw.T
-        K.flat[:: m_ + 1] += alpha
-        chol = _cholesky(K, "dual (Gram)")
-        del K
-        z = linalg.solve_triangular(chol, yw, lower=True, check_finite=False)
-        a = linalg.solve_triangular(chol.T, z, lower=False, check_finite=False)
-        coef = Xw.T @ a  # (alpha I + Xw^T Xw)^{-1} Xw^T yw = Xw^T (alpha I + Xw Xw^T)^{-1} yw
-        logdet += 2.0 * np.sum(np.log(np.diag(chol))) - m_ * math.log(alpha)
-        # y^T (L + Xc Xc^T / alpha)^{-1} y = alpha yw^T K^{-1} yw
-        quad = alpha * (z @ z)
-        sigma = None
-        if compute_sigma:
-            B = linalg.solve_triangular(chol, Xw, lower=True, check_finite=False)
-            sigma = B.T @ B
-            del B
-            sigma *= -1.0
-            sigma.flat[:: d + 1] += 1.0
-            sigma /= alpha  # (I - Xw^T K^{-1} Xw) / alpha
-            sigma = 0.5 * (sigma + sigma.T)
-    else:  # pragma: no cover - internal
-        raise ValueError(f"unknown method {method!r}")
+    solve = _solve_primal if method == "primal" else _solve_dual
+    coef, sigma, logdet_w, quad, chol = solve(Xw, yw, alpha, compute_sigma)
+    logdet += logdet_w
     log_evidence = -0.5 * (n * _LOG_2PI + logdet + quad)
     if restricted:
         log_evidence += 0.5 * _LOG_2PI - 0.5 * math.log(np.sum(r))
     return _Posterior(coef, sigma, float(log_evidence), method, chol, Xw if method == "dual" else None)
+
+
+def _drop_centred_direction(Xw: np.ndarray, yw: np.ndarray, sr: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Rotate the direction ``sqrt(r)`` out of the whitened rows (``n`` rows to ``n - 1``).
+
+    Centring with the r-weighted means makes ``sr = sqrt(r)`` orthogonal to the columns of
+    ``Xw`` and to ``yw``. A Householder reflection H maps ``sr / |sr|`` to ``e_1``; the first
+    row of ``H Xw`` and of ``H yw`` is then zero and is dropped, which leaves every quantity
+    of :func:`_solve` unchanged but keeps ``alpha I + Xw Xw^T`` well conditioned. ``Xw`` must
+    be a fresh array: it is updated in place.
+    """
+    u = sr / np.linalg.norm(sr)
+    u[0] -= 1.0
+    nu = np.linalg.norm(u)
+    if nu > 0:
+        u /= nu
+        Xw -= np.outer(2.0 * u, u @ Xw)
+        yw = yw - 2.0 * u * (u @ yw)
+    return Xw[1:], yw[1:]
+
+
+def _solve_primal(
+    Xw: np.ndarray, yw: np.ndarray, alpha: float, compute_sigma: bool
+) -> tuple[np.ndarray, np.ndarray | None, float, float, np.ndarray]:
+    """:func:`_solve` through the ``d x d`` posterior precision ``A = alpha I + Xw^T Xw``.
+
+    Returns ``(coef, sigma or None, log|I + Xw Xw^T / alpha|, y^T (L + Xc Xc^T / alpha)^{-1} y,
+    chol)`` with ``chol`` the lower Cholesky factor of ``A``.
+    """
+    d = Xw.shape[1]
+    A = Xw.T @ Xw
+    A.flat[:: d + 1] += alpha
+    chol = _cholesky(A, "posterior precision")
+    del A
+    coef = linalg.cho_solve((chol, True), Xw.T @ yw, check_finite=False)
+    # |I_n + Xw Xw^T / alpha| = |A| / alpha^d
+    logdet = 2.0 * np.sum(np.log(np.diag(chol))) - d * math.log(alpha)
+    # y^T (L + Xc Xc^T / alpha)^{-1} y = |yw - Xw m|^2 + alpha |m|^2  (sum of squares)
+    resid = yw - Xw @ coef
+    quad = resid @ resid + alpha * (coef @ coef)
+    sigma = None
+    if compute_sigma:
+        Linv = linalg.solve_triangular(chol, np.eye(d), lower=True, overwrite_b=True, check_finite=False)
+        sigma = Linv.T @ Linv  # A^{-1} = L^{-T} L^{-1}
+        del Linv
+    return coef, sigma, logdet, quad, chol
+
+
+def _solve_dual(
+    Xw: np.ndarray, yw: np.ndarray, alpha: float, compute_sigma: bool
+) -> tuple[np.ndarray, np.ndarray | None, float, float, np.ndarray]:
+    """:func:`_solve` through the ``n' x n'`` Gram matrix ``K = alpha I + Xw Xw^T`` (Woodbury).
+
+    Returns what :func:`_solve_primal` returns, with ``chol`` the lower Cholesky factor of ``K``.
+    """
+    m_, d = Xw.shape
+    K = Xw @ Xw.T
+    K.flat[:: m_ + 1] += alpha
+    chol = _cholesky(K, "dual (Gram)")
+    del K
+    z = linalg.solve_triangular(chol, yw, lower=True, check_finite=False)
+    a = linalg.solve_triangular(chol.T, z, lower=False, check_finite=False)
+    coef = Xw.T @ a  # (alpha I + Xw^T Xw)^{-1} Xw^T yw = Xw^T (alpha I + Xw Xw^T)^{-1} yw
+    logdet = 2.0 * np.sum(np.log(np.diag(chol))) - m_ * math.log(alpha)
+    # y^T (L + Xc Xc^T / alpha)^{-1} y = alpha yw^T K^{-1} yw
+    quad = alpha * (z @ z)
+    sigma = None
+    if compute_sigma:
+        B = linalg.solve_triangular(chol, Xw, lower=True, check_finite=False)
+        sigma = B.T @ B
+        del B
+        sigma *= -1.0
+        sigma.flat[:: d + 1] += 1.0
+        sigma /= alpha  # (I - Xw^T K^{-1} Xw) / alpha
+        sigma = 0.5 * (sigma + sigma.T)
+    return coef, sigma, logdet, quad, chol
 
 
 def _weighted_evidence_correction(r: np.ndarray, sample_weight: np.ndarray) -> float:
@@ -638,7 +688,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
 
-    def _check_params(self) -> tuple[float, float | None]:
+    def _check_params(self) -> tuple[float, float | str]:
         alpha = _check_positive("alpha", self.alpha)
         tau = self.noise_precision
         if isinstance(tau, str):
@@ -726,47 +776,13 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         previous = {k: v for k, v in vars(self).items() if k in ("n_features_in_", "feature_names_in_")}
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True, multi_output=True)
         y = np.asarray(y, dtype=np.float64)
-        n_samples, n_features = X.shape
-        multi = y.ndim == 2
-        n_targets = y.shape[1] if multi else 1
-
         hetero = noise_variance is not None
-        if hetero:
-            if tau != "auto" and tau != 1.0:
-                raise ValueError(
-                    "noise_precision must be 'auto' (or 1.0) when per-sample noise_variance is given: "
-                    f"the variances are used as they are, got noise_precision={self.noise_precision!r}. "
-                    "Rescale noise_variance instead."
-                )
-            r = 1.0 / self._check_noise_variance(noise_variance, n_samples)  # type: ignore[arg-type]  # not None here
-        else:
-            r = np.ones(n_samples)
-        sw = None
-        if sample_weight is not None:
-            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-            keep = sw > 0
-            if not keep.all():  # rows of weight zero have no influence: drop them
-                X, y, r, sw = X[keep], y[keep], r[keep], sw[keep]
-                n_samples = X.shape[0]
-            r = r * sw  # the weighted likelihood's precisions
-        n_obs = n_samples if sw is None else float(np.sum(sw))
+        X, y, r, sw = self._fit_rows(X, y, noise_variance, sample_weight, tau)
+        n_obs = X.shape[0] if sw is None else float(np.sum(sw))
         restricted = bool(self.fit_intercept)
-        learn_noise = not hetero and tau == "auto"
-
-        nbytes, route = _fit_memory_bytes(n_samples, n_features, restricted, learn_noise)
-        # every further target keeps its sigma_ (and its factor for sample_y)
-        nbytes += (n_targets - 1) * 8 * (2 * n_features**2 + (0 if route == "primal" else n_samples * n_features))
-        m = n_features if route == "primal" else n_samples - int(restricted)
+        n_targets = y.shape[1] if y.ndim == 2 else 1
         try:
-            _check_memory(
-                nbytes,
-                "fit",
-                f"X has shape ({n_samples}, {n_features}); the posterior covariance sigma_ alone is "
-                + ("a " if n_targets == 1 else f"{n_targets} ")
-                + f"({n_features}, {n_features}) float64 array{'' if n_targets == 1 else 's'} of "
-                f"{_gib(8.0 * n_targets * n_features**2):.1f} GiB, "
-                f"and the {route} solve factorises a ({m}, {m}) matrix",
-            )
+            _check_fit_memory(X.shape, n_targets, restricted, learn_noise=not hetero and tau == "auto")
         except MemoryLimitError:  # leave the estimator as it was (validate_data set these)
             for k in ("n_features_in_", "feature_names_in_"):
                 self.__dict__.pop(k, None)
@@ -774,6 +790,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             raise
 
         weights = r / np.sum(r)
+        n_features = X.shape[1]
         X_offset = weights @ X if restricted else np.zeros(n_features)
         # Standardise (see Notes): Xs = (X - X_offset) / X_scale, ys = (y - y_offset) / y_scale,
         # per-sample noise precisions in units of ys. X's scales do not depend on the target.
@@ -784,7 +801,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         fits = [
             self._fit_target(
                 Xs,
-                np.ascontiguousarray(y[:, j]) if multi else y,
+                np.ascontiguousarray(y[:, j]) if y.ndim == 2 else y,
                 X_offset,
                 X_scale,
                 weights,
@@ -805,6 +822,47 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         self._sample_weight = sw  # of the kept rows (None without sample weights)
         self._heteroscedastic = hetero
         self._restricted = restricted
+        self._store_fits(fits, multi=y.ndim == 2)
+        self._fingerprints = [self._public_fingerprint(j) for j in self._target_indices()]
+        return self
+
+    def _fit_rows(
+        self,
+        X: np.ndarray,
+        y: np.ndarray,
+        noise_variance: ArrayLike | None,
+        sample_weight: ArrayLike | None,
+        tau: float | str,
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+        """The rows ``fit`` uses and their likelihood precisions.
+
+        Returns ``(X, y, r, sw)``: rows of zero sample weight dropped, ``r`` the rows'
+        relative noise precisions (``1 / noise_variance``, times the sample weights), ``sw``
+        the kept rows' sample weights (None without).
+        """
+        n_samples = X.shape[0]
+        if noise_variance is not None:
+            if tau != "auto" and tau != 1.0:
+                raise ValueError(
+                    "noise_precision must be 'auto' (or 1.0) when per-sample noise_variance is given: "
+                    f"the variances are used as they are, got noise_precision={self.noise_precision!r}. "
+                    "Rescale noise_variance instead."
+                )
+            r = 1.0 / self._check_noise_variance(noise_variance, n_samples)
+        else:
+            r = np.ones(n_samples)
+        sw = None
+        if sample_weight is not None:
+            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            keep = sw > 0
+            if not keep.all():  # rows of weight zero have no influence: drop them
+                X, y, r, sw = X[keep], y[keep], r[keep], sw[keep]
+            r = r * sw  # the weighted likelihood's precisions
+        return X, y, r, sw
+
+    def _store_fits(self, fits: list[dict[str, Any]], multi: bool) -> None:
+        """Set the public fitted attributes from the per-target fits of ``_fit_target``
+        (stacked along a leading ``n_targets`` axis for a 2-D ``y``)."""
         public = ("coef_", "sigma_", "intercept_", "noise_precision_", "y_scale_", "n_iter_")
         if multi:
             for name in public:
@@ -820,8 +878,6 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             self.log_marginal_likelihood_value_ = fit.pop("lml")
             self.__dict__.update(fit)
             self.__dict__.pop("_targets", None)
-        self._fingerprints = [self._public_fingerprint(j) for j in self._target_indices()]
-        return self
 
     def _fit_target(
         self,
@@ -834,7 +890,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         sw: np.ndarray | None,
         n_obs: float,
         alpha: float,
-        tau: float | None,
+        tau: float | str,
         hetero: bool,
     ) -> dict[str, Any]:
         """Posterior of one target column on the standardised inputs ``Xs``: a dict of its
@@ -885,7 +941,7 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
             "coef_": coef,
             "sigma_": sigma,
             "intercept_": float(y_offset - X_offset @ coef) if restricted else 0.0,
-            "noise_precision_": float(tau_),  # type: ignore[arg-type]
+            "noise_precision_": float(tau_),
             "y_scale_": y_scale,
             "n_iter_": n_iter,
             "lml": log_evidence - self._log_jacobian(n_obs, restricted, y_scale),

@@ -13,7 +13,11 @@ from skbayes import all_estimators
 ROOT = pathlib.Path(__file__).resolve().parents[1] / "skbayes"
 #: The public estimator modules (skbayes/slang.py, ...), from the registry.
 PUBLIC_ESTIMATORS = {e.estimator.__module__.rsplit(".", 1)[1] for e in all_estimators(network=True)}
-METHOD_NAMES = re.compile(r"\b(beta|damping|rank|slang|kfac|ekfac|vadam|vprop|vogn|bbb|dropout)\b", re.IGNORECASE)
+#: Words that name a method or one of its step sizes (the registry's methods and modules, and a few more).
+_WORDS = {"beta", "damping", "rank", "vprop"} | PUBLIC_ESTIMATORS | {e.method for e in all_estimators(network=True)}
+METHOD_NAMES = re.compile(r"\b(" + "|".join(sorted(_WORDS)) + r")\b", re.IGNORECASE)
+#: How the generated imports table names every public estimator module (one row for all of them).
+METHOD_ROW = "<method>"
 
 
 def _module_name(path):
@@ -39,9 +43,9 @@ def _part(name):
 
 
 def test_engine_packages_never_import_the_estimator_layer():
-    """posteriors, _linalg, _curvature, _likelihoods, _prior, _networks, _init, _validation,
+    """posteriors, _linalg, _curvature, _likelihoods, _prior, _networks, _start, _validation,
     _docs, metrics and exceptions know nothing of estimators, the loop or the families."""
-    engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_init", "_validation"}
+    engine = {"posteriors", "_linalg", "_curvature", "_likelihoods", "_prior", "_networks", "_start", "_validation"}
     engine |= {"_docs", "metrics", "exceptions", "linear_model"}
     forbidden = {"_estimator", "_loop", "_families"} | PUBLIC_ESTIMATORS
     for name, path in MODULES.items():
@@ -65,10 +69,47 @@ def test_the_loop_knows_the_family_interface_only():
     assert not METHOD_NAMES.findall(code), METHOD_NAMES.findall(code)
 
 
+def test_the_loop_trains_a_state_object_not_the_estimator():
+    # _loop works on a TrainingState and LoopSettings; _estimator copies its fitted attributes in and out
+    code = MODULES["skbayes._loop"].read_text()
+    assert not re.findall(r"\best\b|\bself\.[a-z_]+_\b", code)
+
+
 def test_public_estimator_modules_are_thin():
     for stem in PUBLIC_ESTIMATORS:
         parts = {_part(i) for i in _imports(MODULES[f"skbayes.{stem}"])}
         assert parts <= {"_docs", "_estimator", "_families"}, (stem, parts)
+
+
+#: What computes a gradient: autograd (``torch.autograd``, ``enable_grad``, ``requires_grad_``),
+#: a backward pass (``.backward(``, an op's ``*_backward``), the dense engine's taped forward
+#: pass and weight gradients, the likelihoods' output gradient. Families take every gradient
+#: from ``_curvature``.
+GRADIENT_NAMES = {"autograd", "backward", "enable_grad", "requires_grad_", "forward_tape", "weight_grads"}
+GRADIENT_NAMES |= {"local_reparam_tape", "nll_grad", "vjp", "jacrev", "jacfwd"}
+
+
+def _gradient_names(path):
+    """The names (attributes, variables, imports) of ``GRADIENT_NAMES`` and ``*_backward`` a file uses."""
+    used = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Attribute):
+            used.add(node.attr)
+        elif isinstance(node, ast.Name):
+            used.add(node.id)
+        elif isinstance(node, ast.alias):
+            used.update(node.name.split("."))
+    return {u for u in used if u in GRADIENT_NAMES or u.endswith("_backward")}
+
+
+def test_families_compute_no_gradient_themselves():
+    """No family calls ``torch.autograd``, ``.backward(`` or the dense engine's backward pass:
+    minibatch gradients, per-example gradients and curvature come from ``_curvature``."""
+    families = [(name, path) for name, path in MODULES.items() if _part(name) == "_families"]
+    assert len(families) >= 6
+    for name, path in families:
+        assert not _gradient_names(path), (name, sorted(_gradient_names(path)))
+        assert ".backward(" not in path.read_text() and "torch.autograd" not in path.read_text(), name
 
 
 def test_only_the_loop_advances_the_step_counter():
@@ -122,13 +163,21 @@ def _collect_imports(path, runtime_only):
     return out
 
 
-def import_table():
+def _row(part):
+    """The table's name of a part: every public estimator module is one row, ``<method>``, so
+    that adding a method leaves the table as it is."""
+    return METHOD_ROW if part in PUBLIC_ESTIMATORS else part
+
+
+def import_table(collapse=True):
     """``{part: sorted parts it imports at run time}`` for every part of the package (a top-level
-    module or subpackage; ``__init__`` is the package itself), as the docs page lists it."""
+    module or subpackage; ``__init__`` is the package itself), as the docs page lists it: with
+    ``collapse``, the public estimator modules as one part, ``<method>``."""
     table = {}
+    name_of = _row if collapse else (lambda part: part)
     for name, path in MODULES.items():
-        part = _part(name) or "__init__"
-        deps = {_part(i) or "__init__" for i in _runtime_imports(path)} - {part}
+        part = name_of(_part(name) or "__init__")
+        deps = {name_of(_part(i) or "__init__") for i in _runtime_imports(path)} - {part}
         table.setdefault(part, set()).update(deps)
     return {k: sorted(v) for k, v in sorted(table.items())}
 
@@ -150,6 +199,14 @@ def test_docs_table_of_imports_matches_the_code():
     """docs/architecture.md's table lists every part's run-time imports exactly (regenerate it
     with ``python tests/test_architecture.py`` after changing imports)."""
     assert _documented_table() == format_table(import_table())
+
+
+def test_every_public_estimator_module_imports_the_same_parts():
+    """The table's one ``<method>`` row stands for every public estimator module exactly."""
+    full = import_table(collapse=False)
+    rows = {stem: full[stem] for stem in PUBLIC_ESTIMATORS}
+    assert len({tuple(v) for v in rows.values()}) == 1, rows
+    assert import_table()[METHOD_ROW] == next(iter(rows.values()))
 
 
 if __name__ == "__main__":

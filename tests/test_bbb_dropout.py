@@ -195,16 +195,53 @@ def test_bbb_hand_written_gradient_equals_autograd(local_reparam, task, S):
         assert ref[1].abs().max() > 1e-3  # the rho part is not trivially zero
 
 
+@pytest.mark.parametrize("S", [1, 3])
+def test_bbb_gradient_of_any_module_equals_the_dense_one(S):
+    """The autograd branch of the negative ELBO's gradient (any module) against the dense
+    branch (the backward pass written out) with weight sampling: the same draws, the same
+    gradient, data term and outputs, with sample weights and a per-parameter prior."""
+    X, y = make_classification(40, 4, n_informative=3, n_redundant=0, n_classes=3, random_state=3)
+    est = BBBClassifier(hidden_layer_sizes=(5,), activation="tanh", local_reparam=False, max_iter=1, random_state=0)
+    est.set_params(mc_samples=S).fit(X, y)
+    Xb, yb = torch.as_tensor(X), torch.as_tensor(est._encode_targets(y))
+    gen = torch.Generator().manual_seed(2)
+    D = est.posterior_.n_params
+    mu = torch.randn(D, generator=gen, dtype=DT)
+    rho = inverse_softplus(0.05 + 0.5 * torch.rand(D, generator=gen, dtype=DT))
+    w, prior = torch.rand(len(y), generator=gen, dtype=DT) * 2, 0.2 + torch.rand(D, generator=gen, dtype=DT)
+    out = []
+    for dense in (True, False):
+        family, ctx = step_context(est, torch.Generator().manual_seed(5), 200, dense=dense)
+        ctx.weights, ctx.prior_precision, ctx.kl_scale = w, prior, 0.7
+        assert ctx.forward.dense == dense
+        out.append(family.neg_elbo_grad(mu, rho, Xb, yb, ctx))
+    for a, b in zip(*out):
+        torch.testing.assert_close(a, b, rtol=1e-10, atol=1e-13)
+    assert not out[1][0].requires_grad and out[1][1].abs().max() > 1e-3
+
+
 def test_bbb_initial_variances_and_step_bookkeeping():
     X, y = reg_data(100, scale=True)
     est = BBBRegressor(
-        hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default", random_state=0
+        hidden_layer_sizes=(4,),
+        max_iter=1,
+        batch_size=100,
+        prior_precision=2.0,
+        kl_weight=1.0,
+        init="default",
+        random_state=0,
     )
     est.fit(X, y)
     assert est.t_ == 1 and est._state["step"] == 1
-    # one Adam step of size lr from sigma^2 = 1 / (N + lambda): every |change| of rho is about lr
+    # one Adam step of size lr from sigma^2 = 1 / (N / kl_weight + lambda): every |change| of rho is about lr
     fresh = BBBRegressor(
-        hidden_layer_sizes=(4,), max_iter=1, batch_size=100, prior_precision=2.0, init="default", random_state=0
+        hidden_layer_sizes=(4,),
+        max_iter=1,
+        batch_size=100,
+        prior_precision=2.0,
+        kl_weight=1.0,
+        init="default",
+        random_state=0,
     )
     fresh.partial_fit(X, y)  # one epoch = one step
     rho_init = inverse_softplus(torch.full((est.posterior_.n_params,), (1 / 102.0) ** 0.5, dtype=DT)).numpy()

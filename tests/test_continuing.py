@@ -47,7 +47,7 @@ TABLE = {
     "fisher": ["empirical"],
     "init": ["default"],
     "kl_annealing": [(1.0, 1.0, 1.0)],
-    "learning_rate": [0.01],
+    "learning_rate": [0.01, 0.02],
     "lr_decay": [0.5],
     "method": ["vprop"],
     "noise_precision": [10.0],
@@ -55,7 +55,9 @@ TABLE = {
     "prior_precision": [3.0, "auto"],
     "random_state": [7],
     "n_threads": [1],
-    "predictive": ["glm"],
+    "predictive": ["glm", "sampled"],
+    "beta": [0.01, 0.02],
+    "max_iter": [3],
 }
 #: ``warm_start`` is the switch under test itself.
 SWITCH = "warm_start"
@@ -69,10 +71,14 @@ def _valid(est, name, value):
     return True
 
 
+def _same(value, default):
+    return type(value) is type(default) and value == default
+
+
 def changed_values(est, name):
     default = est.get_params()[name]
     if name in TABLE:
-        values = [v for v in TABLE[name] if _valid(est, name, v)]
+        values = [v for v in TABLE[name] if _valid(est, name, v) and not _same(v, default)]
         assert values or name == "device", f"no valid changed value of {type(est).__name__}.{name} in TABLE"
         return values
     if isinstance(default, bool):
@@ -202,3 +208,28 @@ def test_restored_and_pickled_models_keep_their_module():
     t = est.t_
     est.partial_fit(X, y)
     assert est.t_ > t
+
+
+@pytest.mark.parametrize("cls", [skbayes.SLANGRegressor, skbayes.BBBClassifier])
+def test_the_loop_continues_a_training_state_as_a_warm_start_fit_does(cls):
+    """The loop trains a ``TrainingState`` and never the estimator: one epoch of
+    ``run_epochs`` on the state copied out of a fitted model, with the model's settings,
+    gives the posterior, step counter and objective of a ``warm_start`` fit of one epoch,
+    bit for bit."""
+    from skbayes import _loop
+
+    X, y = _data(cls)
+    est = cls(**{**BASE, "max_iter": 2}).fit(X, y)
+    twin = copy.deepcopy(est)
+    state = twin._training_state()
+    Xt, yt = twin._tensor(X), twin._target_tensor(twin._encode_targets(y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.set_params(max_iter=1).fit(X, y)
+        outcome = _loop.run_epochs(state, twin._loop_settings(X.shape[0]), twin._make_family(), Xt, yt, 1, False)
+    assert not outcome.diverged and state.n_iter == est.n_iter_ == 3
+    assert state.t == est.t_ and state.loss_curve == est.loss_curve_
+    assert torch.equal(state.posterior.mean_t, est.posterior_.mean_t)
+    assert torch.equal(state.rng_state, est._rng_state)
+    twin._store_training_state(state)
+    assert twin.posterior_ is state.posterior and twin.t_ == est.t_ and twin.loss_curve_ == est.loss_curve_

@@ -22,29 +22,19 @@ from skbayes import (
     BBBRegressor,
     MCDropoutClassifier,
     NoisyEKFACClassifier,
-    NoisyEKFACRegressor,
     NoisyKFACClassifier,
     NoisyKFACRegressor,
     SLANGClassifier,
     SLANGRegressor,
-    VadamClassifier,
-    VadamRegressor,
-    VOGNClassifier,
-    VOGNRegressor,
     _predictive,
+    all_estimators,
 )
 from skbayes.exceptions import InvalidParameterError
 
 EPS = float(np.finfo(np.float64).eps)
-REGRESSORS = [SLANGRegressor, VOGNRegressor, VadamRegressor, BBBRegressor, NoisyKFACRegressor, NoisyEKFACRegressor]
-CLASSIFIERS = [
-    SLANGClassifier,
-    VOGNClassifier,
-    VadamClassifier,
-    BBBClassifier,
-    NoisyKFACClassifier,
-    NoisyEKFACClassifier,
-]
+#: Every network estimator with the ``predictive`` parameter (the Gaussian ones), from the registry.
+REGRESSORS = [e.estimator for e in all_estimators(task="regressor") if "predictive" in e.estimator().get_params()]
+CLASSIFIERS = [e.estimator for e in all_estimators(task="classifier") if "predictive" in e.estimator().get_params()]
 
 
 def _data(n=40, d=3, classes=None, seed=0):

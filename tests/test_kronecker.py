@@ -456,13 +456,15 @@ def test_snapshots_share_immutable_blocks_and_restore_exactly(Est):
     X, y = _data()
     est = _fit(Est, max_iter=3)
     before = est.predict_proba(X)
-    snap = snapshot(est)
+    snap = snapshot(est._training_state())
     assert snap["posterior"].blocks[0] is est.posterior_.blocks[0]
     assert snap["posterior"].mean_t is not est.posterior_.mean_t
     est.partial_fit(X, y)
     est.partial_fit(X, y)
     assert not np.allclose(est.predict_proba(X), before)
-    restore(est, snap)
+    state = est._training_state()
+    restore(state, snap)
+    est._store_training_state(state)
     np.testing.assert_array_equal(est.predict_proba(X), before)
     est.partial_fit(X, y)  # and training goes on from the restored state
     assert np.isfinite(est.predict_proba(X)).all()

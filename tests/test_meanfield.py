@@ -61,7 +61,8 @@ def _small_data(kind, n=60, seed=0):
 def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     X, y = _small_data(kind)
     kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, beta=0.05, random_state=3)
-    a, b = Vogn(**kw), Slang(rank=0, **kw)
+    own = {k: Vogn().get_params()[k] for k in ("kl_weight", "predictive")}  # VOGNRegressor's are its own
+    a, b = Vogn(**kw), Slang(rank=0, **kw, **own)
     for _epoch in range(4):  # 4 steps per epoch
         a.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
         b.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
@@ -77,7 +78,7 @@ def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         fa = Vogn(max_iter=3, random_state=0).fit(X, y)
-        fb = Slang(rank=0, learning_rate=0.05, beta=0.05, max_iter=3, random_state=0).fit(X, y)
+        fb = Slang(rank=0, learning_rate=0.05, beta=0.05, max_iter=3, random_state=0, **own).fit(X, y)
     np.testing.assert_array_equal(fa.posterior_.mean, fb.posterior_.mean)
     np.testing.assert_array_equal(fa.posterior_.d, fb.posterior_.d)
 
@@ -89,10 +90,14 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     slang = Slang().get_params()
     slang.pop("rank")
     # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
-    # low-rank steps need 0.01 (docs/slang.md)
-    for name in ("learning_rate", "beta"):
-        assert est.get_params()[name] == 0.05 and slang[name] == 0.01
-    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01} == slang
+    # low-rank steps need 0.01 (docs/slang.md), VOGN's precision step is 'auto' (0.05 below
+    # 100,000 weights); and the regressor's kl_weight and predictive, chosen for each by the
+    # defaults protocol (docs/uncertainty.md)
+    assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
+    assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
+    own = {"kl_weight": 0.3, "predictive": "glm"} if Vogn is VOGNRegressor else {}
+    assert {k: est.get_params()[k] for k in own} == own
+    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01, "kl_weight": 1.0, "predictive": "sampled"} == slang
     with pytest.raises(ValueError, match="rank"):
         est.set_params(rank=2)
     c = clone(Vogn(prior_precision=3.0, beta=0.1))
@@ -100,11 +105,49 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert not re.search(r"\n    rank : ", Vogn.__doc__)
 
 
+def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
+    """beta='auto' is min(0.05, B / (4 N)) at every step on a network of at least
+    AUTO_BETA_MIN_WEIGHTS weights (lowered here to this small network's), B the batch size (a
+    ragged last minibatch takes the same step), and trains exactly as the same float beta;
+    below that size it is 0.05."""
+    import skbayes._families.slang as slang_mod
+
+    seen = []
+    real = slang_mod.slang_precision_update
+
+    def spy(U, d, curv, scale, beta, *args, **kw):
+        seen.append(beta)
+        return real(U, d, curv, scale, beta, *args, **kw)
+
+    monkeypatch.setattr(slang_mod, "slang_precision_update", spy)
+    X, y = _small_data("logreg", n=400)
+    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0, beta="auto")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        VOGNClassifier(**kw).fit(X, y)  # a small network: 0.05
+        assert seen == [0.05] * 9
+        seen.clear()
+        monkeypatch.setattr(slang_mod, "AUTO_BETA_MIN_WEIGHTS", 10)
+        VOGNClassifier(**kw).fit(X, y)  # 8 minibatches of 48 rows, one of 16
+        assert seen == [48 / 1600] * 9
+        seen.clear()
+        VOGNClassifier(**kw).fit(X[:60], y[:60])  # 48 / 240 = 0.2: capped at 0.05
+        assert seen == [0.05, 0.05]
+        X2, y2 = X[:384], y[:384]  # 8 full minibatches: beta = 48 / 1536 at every step
+        a = VOGNClassifier(**kw).fit(X2, y2)
+        b = VOGNClassifier(**{**kw, "beta": 48 / 1536}).fit(X2, y2)
+    np.testing.assert_array_equal(a.posterior_.d, b.posterior_.d)
+    np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
+    with pytest.raises(ValueError, match="beta"):
+        VOGNClassifier(beta="fast").fit(X[:60], y[:60])
+
+
 @pytest.mark.parametrize("Est", [VadamRegressor, VadamClassifier])
 def test_vadam_shares_slangs_defaults(Est):
-    """The shared parameters start from the same defaults as SLANG's (``init`` included)."""
+    """The shared parameters start from the same defaults as SLANG's (``init`` included), but
+    ``max_iter``: 200 for Vadam, whose converged posterior predicts worse (slang.md, stopping)."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
-    own = {"method", "learning_rate", "beta1", "beta2"}
+    own = {"method", "learning_rate", "beta1", "beta2", "max_iter"}
     for name, value in Est().get_params().items():
         if name not in own:
             assert slang[name] == value, name

@@ -29,13 +29,14 @@ from skbayes._start.batched_blr import best_noise_variance, blr_solve
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 
-NAMES = ("SLANG", "VOGN", "Vadam", "BBB", "MCDropout", "NoisyKFAC", "NoisyEKFAC")
 FACES = ("Regressor", "Classifier")
-ALL = [(n, f) for n in NAMES for f in FACES]
+#: ``(name, face)`` of every network estimator of the registry, e.g. ``("SLANG", "Regressor")``.
+ALL = [(e.name.removesuffix(e.task.capitalize()), e.task.capitalize()) for e in skbayes.all_estimators(network=True)]
 
 # Per-row random draws (dropout masks, BBB's local reparameterisation noise, the labels
 # of the sampled Fisher) differ between a weighted row and its copies: those options are
-# equivalent to duplication in expectation only, so the exact comparisons switch them off.
+# equivalent to duplication in expectation only, so the exact comparisons switch them off
+# (a method whose training draws nothing per row needs no entry).
 EXACT = {
     "BBB": dict(local_reparam=False),
     "MCDropout": dict(dropout=0.0, input_dropout=0.0),

@@ -264,12 +264,38 @@ def test_kl_annealing_schedule_values():
     "Est", [SLANGClassifier, VOGNRegressor, VadamClassifier, BBBRegressor, NoisyKFACRegressor, NoisyEKFACClassifier]
 )
 def test_every_gaussian_family_has_kl_weight_and_rejects_bad_values(Est):
-    assert Est().get_params()["kl_weight"] == 1.0
+    assert 0.0 < Est().get_params()["kl_weight"] <= 1.0
     X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
     for bad in (0.0, -1.0, "big", None):
         with pytest.raises(ValueError, match="kl_weight"):
             Est(kl_weight=bad).fit(X, y)
     assert "kl_weight" in Est.__doc__ and "E_q[log p(y | X, theta)] - w KL(q || prior)" in Est.__doc__
+
+
+#: (kl_weight, predictive) chosen by the defaults protocol of docs/uncertainty.md
+PROTOCOL_DEFAULTS = {
+    SLANGClassifier: (1.0, "sampled"),
+    SLANGRegressor: (1.0, "sampled"),
+    VOGNClassifier: (1.0, "sampled"),
+    VOGNRegressor: (0.3, "glm"),
+    NoisyKFACClassifier: (1.0, "sampled"),
+    NoisyKFACRegressor: (1.0, "sampled"),
+    NoisyEKFACClassifier: (1.0, "sampled"),
+    NoisyEKFACRegressor: (0.3, "sampled"),
+    BBBClassifier: (0.1, "glm"),
+    BBBRegressor: (0.1, "glm"),
+}
+
+
+@pytest.mark.parametrize("Est", list(PROTOCOL_DEFAULTS))
+def test_defaults_are_the_ones_the_protocol_chose(Est):
+    """The documented winners ("Defaults chosen by the protocol" in docs/uncertainty.md),
+    so that a default cannot change without the table changing too."""
+    params = Est().get_params()
+    assert (params["kl_weight"], params["predictive"]) == PROTOCOL_DEFAULTS[Est]
+    doc = Est.__doc__
+    assert f"kl_weight : float, default={PROTOCOL_DEFAULTS[Est][0]}" in doc
+    assert f"predictive : {{'sampled', 'glm'}}, default='{PROTOCOL_DEFAULTS[Est][1]}'" in doc
 
 
 def test_mc_dropout_has_no_kl_weight():

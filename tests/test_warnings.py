@@ -57,19 +57,17 @@ def test_readme_quickstart_warns_about_nothing_but_convergence(quickstart):
         assert w.filename == __file__
 
 
-@pytest.mark.xfail(
-    reason="on 331 rows an epoch is 6 steps, and the objective keeps falling until epoch 346; "
-    "max_iter='auto' runs there without a warning, but the test R^2 is then 0.338 against 0.346 at "
-    "200 epochs, so the default stays 200",
-    strict=False,
-)
 def test_readme_quickstart_stops_by_its_rule(quickstart):
     slang, caught = quickstart
     assert [str(w.message) for w in caught] == []
+    assert slang.n_iter_ < slang._max_epochs(331)  # stopped by its rule, before max_iter='auto'
 
 
 # Default fits (random_state=0 only) that stop by their rule, quickly enough for the suite.
 QUIET_DEFAULT_FITS = [
+    ("SLANGClassifier", "breast_cancer"),
+    ("NoisyEKFACClassifier", "breast_cancer"),
+    ("MCDropoutClassifier", "breast_cancer"),
     ("NoisyKFACRegressor", "diabetes"),
     ("NoisyEKFACRegressor", "diabetes"),
     ("VOGNRegressor", "diabetes"),
@@ -86,7 +84,7 @@ def test_default_fits_are_quiet(name, data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         est = getattr(skbayes, name)(random_state=0).fit(X, y)
-    assert est.n_iter_ < est.max_iter  # stopped by its rule (a ConvergenceWarning would have raised)
+    assert est.n_iter_ < est._max_epochs(X.shape[0])  # stopped by its rule (a ConvergenceWarning would raise)
 
 
 @pytest.mark.parametrize("name, data", [("VadamRegressor", "diabetes"), ("VadamClassifier", "breast_cancer")])

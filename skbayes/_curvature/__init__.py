@@ -4,11 +4,19 @@
   log-likelihood) in two interchangeable representations, dense-layer and generic.
 - :mod:`.factors`: per-layer inputs and output gradients and their KFC statistics.
 - :mod:`.gradients`: minibatch gradients without per-example statistics (Vadam/Vprop,
-  Bayes by Backprop, MC dropout).
+  Bayes by Backprop, MC dropout), on dense networks and through autograd.
 """
 
 from .factors import kron_batch, layer_grad, layer_stats, projected_second_moment
-from .gradients import masked_minibatch_gradient, minibatch_gradients, reparam_gradients
+from .gradients import (
+    Masks,
+    masked_gradient,
+    masked_outputs,
+    minibatch_gradients,
+    neg_elbo_estimate,
+    neg_elbo_gradients,
+    reparam_outputs,
+)
 from .per_example import DenseCurvature, GenericCurvature, dense_curvature, generic_curvature, per_example_curvature
 
 __all__ = [
@@ -21,7 +29,11 @@ __all__ = [
     "layer_grad",
     "layer_stats",
     "projected_second_moment",
+    "Masks",
     "minibatch_gradients",
-    "masked_minibatch_gradient",
-    "reparam_gradients",
+    "masked_gradient",
+    "masked_outputs",
+    "neg_elbo_estimate",
+    "neg_elbo_gradients",
+    "reparam_outputs",
 ]

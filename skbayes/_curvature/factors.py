@@ -139,16 +139,16 @@ def _dense_kron_batch(
     nll, g_true, g_fish = _output_grads(lik, f, y, fisher, generator)
     d_true = spec.backward(tape, g_true)  # (S, M, out_l)
     d_fish = d_true if g_fish is g_true else spec.backward(tape, g_fish)
-    w_true = w_fish = None
+    scales = None  # the rows' weights for the true and the Fisher output gradients
     if weights is not None:  # rows are sample-major (s * M + i)
         w_rows = weights.repeat(S)[:, None, None]
-        w_true, w_fish = w_rows, torch.sqrt(w_rows)
+        scales = (w_rows, torch.sqrt(w_rows))
     rows = []
     for l, A, dt, df in zip(layers, As, d_true, d_fish):
         Dt = l.out_grads(dt.reshape(S * M, l.p))
         Df = Dt if df is dt else l.out_grads(df.reshape(S * M, l.p))
-        if weights is not None:
-            Dt, Df = Dt * w_true, Df * w_fish
+        if scales is not None:
+            Dt, Df = Dt * scales[0], Df * scales[1]
         rows.append((l.patches(A.reshape(S * M, l.n_in)), Dt, Df))
     return rows, nll, f
 

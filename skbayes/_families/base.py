@@ -20,20 +20,32 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, cast
 
 import torch
+from typing_extensions import TypeVar
 
 from .._networks import NetworkForward
 from .._prior import tensor_groups
 from .._validation import Interval, Options
+from ..posteriors._common import GaussianTensors, PosteriorTensors
 
 #: Constraint of a weight prior that can be learned: 'auto' or a positive precision.
 LEARNABLE_PRIOR = [Options(("auto",)), Interval(numbers.Real, 0, None, closed="neither")]
 
 if TYPE_CHECKING:
+    from .._memory import Layer, MemoryPart
     from .._start import InitialPrecision
+
+#: The posterior class a family fits (each family names its own: ``SLANGFamily`` is a
+#: ``PosteriorFamily[LowRankGaussian]``); the bare ``PosteriorFamily`` is any family.
+P = TypeVar("P", bound=PosteriorTensors, default=Any)
+
+#: A family's training state: optimiser moments, factors, counters (tensors and numbers, so
+#: that it deep-copies for snapshots and pickles with the estimator).
+FamilyState = dict[str, Any]
 
 
 @dataclass
@@ -74,7 +86,7 @@ class StepContext:
 
     forward: NetworkForward
     likelihood: Any
-    n_train: int
+    n_train: float
     generator: torch.Generator
     t: int
     kl_scale: float
@@ -103,8 +115,9 @@ class StepResult:
     noise_step: float
 
 
-class PosteriorFamily:
-    """Base class of the posterior families (one per method).
+class PosteriorFamily(Generic[P]):
+    """Base class of the posterior families (one per method), generic in the posterior class
+    ``P`` it fits.
 
     Subclasses declare ``parameter_constraints`` (validation, merged into the
     estimator's table) and ``param_docs`` (docstring entries of their own
@@ -131,7 +144,7 @@ class PosteriorFamily:
     """
 
     #: Validation table of the family's own parameters (see :mod:`skbayes._validation`).
-    parameter_constraints: ClassVar[dict[str, list]] = {}
+    parameter_constraints: ClassVar[dict[str, list[Any]]] = {}
     #: Docstring entries of the family's own parameters and its overrides of shared ones.
     param_docs: ClassVar[dict[str, Any]] = {}
     #: Docstring entries of the family's fitted attributes (``posterior_``, ``loss_curve_``...).
@@ -145,12 +158,12 @@ class PosteriorFamily:
     #: Weight ``w`` of the KL term (every Gaussian family has the ``kl_weight`` parameter,
     #: which sets this attribute; MC dropout has none and keeps 1).
     kl_weight: float = 1.0
-    #: The step size of the mean (every family declares ``learning_rate``).
-    learning_rate: float
+    #: The step size of the mean (every family declares ``learning_rate``; 'auto' where allowed).
+    learning_rate: float | str
     #: The weight prior's precision (every family declares ``prior_precision``).
     prior_precision: float | str
 
-    def __init__(self, params: dict[str, Any]):
+    def __init__(self, params: dict[str, Any]) -> None:
         declared = self.parameter_constraints
         for k, v in params.items():
             if k in declared:
@@ -161,11 +174,11 @@ class PosteriorFamily:
         self,
         mean: torch.Tensor,
         precision: InitialPrecision | None,
-        n_train: int,
+        n_train: float,
         forward: NetworkForward,
         kl_scale: float,
         prior_precision: float | torch.Tensor,
-    ) -> tuple[Any, dict]:
+    ) -> tuple[P, FamilyState]:
         """The initial ``(posterior, state)``.
 
         Parameters
@@ -185,20 +198,25 @@ class PosteriorFamily:
         """
         raise NotImplementedError
 
-    def step(self, posterior: Any, state: dict, Xb: torch.Tensor, yb: torch.Tensor, ctx: StepContext) -> StepResult:
+    def step(
+        self, posterior: P, state: FamilyState, Xb: torch.Tensor, yb: torch.Tensor, ctx: StepContext
+    ) -> StepResult:
         """One training step on a minibatch; updates ``posterior`` and ``state`` in place."""
         raise NotImplementedError
 
-    def kl(self, posterior: Any, state: dict, kl_scale: float, prior_precision: float | torch.Tensor) -> float:
-        """The prior term of the reported objective (``loss_curve_``) under the current prior."""
-        return self.kl_factor(kl_scale) * posterior.kl_to_prior(prior_precision)
+    def kl(self, posterior: P, state: FamilyState, kl_scale: float, prior_precision: float | torch.Tensor) -> float:
+        """The prior term of the reported objective (``loss_curve_``) under the current prior
+        (a Gaussian posterior's ``kl_to_prior``; a family with another posterior overrides it)."""
+        return self.kl_factor(kl_scale) * cast(GaussianTensors, posterior).kl_to_prior(prior_precision)
 
     def prior_groups(self, forward: NetworkForward) -> list[tuple[str, torch.Tensor]]:
         """``(name, flat indices)`` of each group sharing one learned prior precision:
         every parameter tensor (each layer's weight and bias separately)."""
         return tensor_groups(forward.layout)
 
-    def memory_parts(self, layers, batch_size: int, mc_samples: int, itemsize: int, dense: bool = True):
+    def memory_parts(
+        self, layers: list[Layer], batch_size: int, mc_samples: int, itemsize: int, dense: bool = True
+    ) -> list[MemoryPart]:
         """Estimated memory of the posterior with the state the family keeps, and of one
         minibatch step, as a list of :class:`~skbayes._memory.MemoryPart` (checked before
         anything is allocated). The default: a diagonal Gaussian with a few vectors of
@@ -228,7 +246,7 @@ class PosteriorFamily:
             ),
         ]
 
-    def set_stream_size(self, state: dict, n_train: float) -> None:
+    def set_stream_size(self, state: FamilyState, n_train: float) -> None:
         """``partial_fit``: the data of the coming steps stand for ``n_train`` examples (the
         rows seen so far, or the caller's ``n_samples_total``). Families that keep the
         training-set size in ``state`` update it here; the others read ``ctx.n_train``."""
@@ -250,7 +268,7 @@ def weighted_sum(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Te
     return values.sum() if weights is None else (values * weights).sum()
 
 
-def scaled_prior(prior_precision, kl_scale: float):
+def scaled_prior(prior_precision: float | torch.Tensor, kl_scale: float) -> float | torch.Tensor:
     """``prior_precision * kl_scale``: a float for a fixed prior (computed as before the
     prior could be learned, so fixed-prior fits are bitwise unchanged), else a tensor."""
     if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
@@ -258,7 +276,7 @@ def scaled_prior(prior_precision, kl_scale: float):
     return float(prior_precision) * kl_scale
 
 
-def start_precision(mean, prior_precision, n_train: int) -> torch.Tensor:
+def start_precision(mean: torch.Tensor, prior_precision: float | torch.Tensor, n_train: float) -> torch.Tensor:
     """``prior_precision + n_train`` as a (D,) tensor: the prior plus one unit of curvature
     per training example, where families start without initialiser variances."""
     if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
@@ -277,7 +295,7 @@ def data_factor(kl_factor: float) -> float:
     return 1.0 / max(float(kl_factor), MIN_KL_FACTOR)
 
 
-def tempered_precision(total, prior_precision, kl_factor: float):
+def tempered_precision(total: torch.Tensor, prior_precision: float | torch.Tensor, kl_factor: float) -> torch.Tensor:
     """A starting precision ``lambda + data`` with its data part scaled by ``1 / w``:
     ``lambda + max(total - lambda, 0) / w``; ``total`` itself (the same tensor) at ``w = 1``."""
     if kl_factor == 1.0:
@@ -285,7 +303,7 @@ def tempered_precision(total, prior_precision, kl_factor: float):
     return prior_precision + (total - prior_precision).clamp_min(0.0) * data_factor(kl_factor)
 
 
-def kl_annealing_scale(kl_annealing, t: int) -> float:
+def kl_annealing_scale(kl_annealing: Sequence[float] | None, t: int) -> float:
     """KL annealing weight ``gamma / (1 + exp(-a (t - b)))`` at step ``t`` (App. E.9 of
     the i-BLM paper); 1 without annealing."""
     if kl_annealing is None:
@@ -304,7 +322,15 @@ ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
 
 
-def adam_update(param, grad, state, key, lr, betas=ADAM_BETAS, eps=ADAM_EPS):
+def adam_update(
+    param: torch.Tensor,
+    grad: torch.Tensor,
+    state: FamilyState,
+    key: str,
+    lr: float,
+    betas: tuple[float, float] = ADAM_BETAS,
+    eps: float = ADAM_EPS,
+) -> torch.Tensor:
     """One Adam step on ``param`` (returns the new tensor), ``torch.optim.Adam``'s arithmetic.
 
     The first and second moments live in ``state[key + "_m"]`` and ``state[key + "_v"]``

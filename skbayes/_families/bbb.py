@@ -2,30 +2,33 @@
 gradients and Adam, with the local reparameterisation trick (Kingma et al., 2015) for
 dense layers."""
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING, Any
 
 import torch
-import torch.nn.functional as F
+from torch import Tensor
 
-from .._curvature import reparam_gradients
+from .._curvature import neg_elbo_estimate, neg_elbo_gradients
 from .._docs import E
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
-from ..posteriors._common import is_scalar_precision
-from ..posteriors.bbb import diag_gaussian_kl
 from .base import (
     LEARNABLE_PRIOR,
     NOISE_STEP,
+    FamilyState,
     PosteriorFamily,
+    StepContext,
     StepResult,
     adam_update,
     start_precision,
     tempered_precision,
-    weighted_sum,
 )
 
-#: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior
-#: (the value of the Kronecker-factored estimators).
+if TYPE_CHECKING:
+    from .._networks import NetworkForward
+    from .._start import InitialPrecision
 
 #: Docstring entries of the first-order baselines (BBB and MC dropout), worded for the fit
 #: of a loss by Adam where SLANG's wording speaks of natural-gradient steps.
@@ -89,7 +92,7 @@ FIRST_ORDER_DOCS = {
 }
 
 
-class BBBFamily(PosteriorFamily):
+class BBBFamily(PosteriorFamily[SoftplusGaussian]):
     """Mean-field Gaussian with softplus standard deviations, fitted by Adam on the
     reparameterised negative ELBO."""
 
@@ -99,6 +102,7 @@ class BBBFamily(PosteriorFamily):
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
         "local_reparam": [BOOLEAN],
     }
+    local_reparam: bool
 
     param_docs = {
         **{k: v for k, v in FIRST_ORDER_DOCS.items() if k != "kl_annealing"},  # the shared schedule on kl_weight
@@ -137,7 +141,15 @@ class BBBFamily(PosteriorFamily):
         ),
     }
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+    def init_posterior(
+        self,
+        mean: Tensor,
+        precision: InitialPrecision | None,
+        n_train: float,
+        forward: NetworkForward,
+        kl_scale: float,
+        prior_precision: float | Tensor,
+    ) -> tuple[SoftplusGaussian, FamilyState]:
         kf = self.kl_factor(kl_scale)
         if precision is None:
             # the prior plus one unit of curvature per training example (as SLANG and VOGN)
@@ -151,60 +163,41 @@ class BBBFamily(PosteriorFamily):
         z = torch.zeros_like(mean)
         return post, {"step": 0, "mu_m": z.clone(), "mu_v": z.clone(), "rho_m": z.clone(), "rho_v": z.clone()}
 
-    def sampled_outputs(self, forward, mean, rho, Xb, n_samples, gen):
-        """Network outputs ``(S, M, out)`` at reparameterised samples of ``q(mean, rho)``."""
-        sigma = F.softplus(rho)
-        if bool(self.local_reparam) and forward.dense:
-            return forward.spec.local_reparam(mean, sigma * sigma, Xb, n_samples, gen)
-        eps = torch.randn(int(n_samples), mean.shape[0], generator=gen, dtype=mean.dtype, device=mean.device)
-        return forward(mean + sigma * eps, Xb)
-
-    def neg_elbo_estimate(self, mean, rho, Xb, yb, ctx):
+    def neg_elbo_estimate(
+        self, mean: Tensor, rho: Tensor, Xb: Tensor, yb: Tensor, ctx: StepContext
+    ) -> tuple[Tensor, Tensor, Tensor]:
         """Unbiased minibatch estimate of the negative ELBO at ``(mean, rho)``.
 
         ``(N / (M S)) sum_{s, i} -log p(y_i | x_i, theta_s) + kl_weight * KL(q || prior)``
         with ``S = mc_samples`` reparameterised samples (each term times the row's
         weight with sample weights, see :class:`~skbayes._families.base.StepContext`). Returns
-        ``(estimate, data_term, outputs)``; ``estimate`` is differentiable in ``mean`` and ``rho``.
+        ``(estimate, data_term, outputs)``; ``estimate`` is differentiable in ``mean`` and ``rho``
+        (:func:`skbayes._curvature.neg_elbo_estimate`).
         """
-        S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
-        f = self.sampled_outputs(ctx.forward, mean, rho, Xb, S, ctx.generator)
-        data = (N / (M * S)) * weighted_sum(ctx.likelihood.nll(f, yb), ctx.weights)
-        kl = diag_gaussian_kl(mean, F.softplus(rho), ctx.prior_precision)
-        return data + self.kl_factor(ctx.kl_scale) * kl, data, f
+        return neg_elbo_estimate(ctx.forward, mean, rho, Xb, yb, ctx.likelihood, **self._objective(ctx))
 
-    def neg_elbo_grad(self, mean, rho, Xb, yb, ctx):
+    def neg_elbo_grad(
+        self, mean: Tensor, rho: Tensor, Xb: Tensor, yb: Tensor, ctx: StepContext
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         """Gradient of :meth:`neg_elbo_estimate` divided by ``n_train`` with respect to
-        ``(mean, rho)``, with the same random draws; returns ``(g_mean, g_rho, data, f)``.
+        ``(mean, rho)``, with the same random draws; returns ``(g_mean, g_rho, data, f)``
+        (:func:`skbayes._curvature.neg_elbo_gradients`: the backward pass written out on a
+        dense network, autograd on any other)."""
+        return neg_elbo_gradients(ctx.forward, mean, rho, Xb, yb, ctx.likelihood, **self._objective(ctx))
 
-        On a dense network the backward pass is written out (the network's through
-        :class:`~skbayes._networks.DenseSpec`, the KL's in closed form:
-        ``d KL / d mean = lam mean``, ``d KL / d sigma = lam sigma - 1 / sigma``); any
-        other network goes through autograd.
-        """
-        spec = ctx.forward.spec
-        if spec is None:
-            with torch.enable_grad():
-                mu = mean.detach().requires_grad_(True)
-                rh = rho.detach().requires_grad_(True)
-                loss, data, f = self.neg_elbo_estimate(mu, rh, Xb, yb, ctx)
-                g_mu, g_rho = torch.autograd.grad(loss / ctx.n_train, (mu, rh))
-            return g_mu, g_rho, data.detach(), f.detach()
-        S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
-        sigma = F.softplus(rho)
-        g_mu, g_sigma, nll, f = reparam_gradients(
-            spec, mean, sigma, Xb, yb, ctx.likelihood, S, ctx.generator, ctx.weights, local=bool(self.local_reparam)
-        )
-        # the data term (N / (M S)) sum nll, divided by N; the KL term's weight over N
-        c, k = 1.0 / (M * S), self.kl_factor(ctx.kl_scale) / N
-        lam = ctx.prior_precision if not is_scalar_precision(ctx.prior_precision) else float(ctx.prior_precision)
-        g_mu = c * g_mu + k * (lam * mean)
-        g_sigma = c * g_sigma + k * (lam * sigma - 1.0 / sigma)
-        g_rho = torch.ops.aten.softplus_backward(g_sigma, rho, 1.0, 20.0)  # times sigmoid(rho)
-        data = (N / (M * S)) * weighted_sum(nll, ctx.weights)
-        return g_mu, g_rho, data, f
+    def _objective(self, ctx: StepContext) -> dict[str, Any]:
+        """The step's settings of the negative ELBO (keyword arguments of its estimate and gradient)."""
+        return {
+            "n_samples": ctx.mc_samples,
+            "generator": ctx.generator,
+            "n_train": ctx.n_train,
+            "kl_weight": self.kl_factor(ctx.kl_scale),
+            "prior_precision": ctx.prior_precision,
+            "weights": ctx.weights,
+            "local": bool(self.local_reparam),
+        }
 
-    def step(self, post, state, Xb, yb, ctx):
+    def step(self, post: SoftplusGaussian, state: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One Bayes-by-Backprop step: Adam on ``(mu, rho)`` with the reparameterised gradient."""
         # Adam on the negative ELBO per training example (Adam is invariant to the scale).
         g_mu, g_rho, data, f = self.neg_elbo_grad(post.mean_t, post.rho_t, Xb, yb, ctx)

@@ -2,23 +2,30 @@
 with dropout kept on at prediction (its "posterior" is the distribution of masked
 weight vectors, :class:`~skbayes.posteriors.DropoutPosterior`)."""
 
+from __future__ import annotations
+
 import numbers
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import torch
-from torch import nn
+from torch import Tensor, nn
 
-from .._curvature import masked_minibatch_gradient
+from .._curvature import Masks, masked_gradient, masked_outputs
 from .._docs import E
 from .._networks import call_order
 from .._validation import Interval
 from ..posteriors import DropoutPosterior
-from .base import NOISE_STEP, PosteriorFamily, StepResult, adam_update, weighted_sum
+from .base import NOISE_STEP, FamilyState, PosteriorFamily, StepContext, StepResult, adam_update
 from .bbb import FIRST_ORDER_DOCS
 
-#: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
+if TYPE_CHECKING:
+    from .._memory import Layer, MemoryPart
+    from .._networks import NetworkForward
+    from .._start import InitialPrecision
 
 
-class DropoutFamily(PosteriorFamily):
+class DropoutFamily(PosteriorFamily[DropoutPosterior]):
     """Adam on the dropout-regularised MAP objective; prediction with masked weights."""
 
     structural_params = ("dropout", "input_dropout")  # the rates live in the posterior
@@ -28,6 +35,8 @@ class DropoutFamily(PosteriorFamily):
         "dropout": [Interval(numbers.Real, 0, 1, closed="left")],
         "input_dropout": [Interval(numbers.Real, 0, 1, closed="left")],
     }
+    dropout: float
+    input_dropout: float
 
     param_docs = {
         **FIRST_ORDER_DOCS,
@@ -97,7 +106,7 @@ class DropoutFamily(PosteriorFamily):
         ),
     }
 
-    def dropout_groups(self, forward):
+    def dropout_groups(self, forward: NetworkForward) -> list[tuple[str, int, int, int, float]]:
         """``(name, weight offset, out, in, rate)`` for every ``Linear`` layer of the network.
 
         The layer that receives the network input gets ``input_dropout``, every other
@@ -125,7 +134,9 @@ class DropoutFamily(PosteriorFamily):
             groups.append((name, pos[key], m.out_features, m.in_features, rate))
         return groups
 
-    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+    def memory_parts(
+        self, layers: list[Layer], batch_size: int, mc_samples: int, itemsize: int, dense: bool = True
+    ) -> list[MemoryPart]:
         """The weights and Adam's two moments (3 vectors); a step's gradient and the
         activations of ``mc_samples`` masked copies of the minibatch (with their masks)."""
         from .._memory import MemoryPart, activation_bytes, n_params
@@ -140,37 +151,41 @@ class DropoutFamily(PosteriorFamily):
             ),
         ]
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+    def init_posterior(
+        self,
+        mean: Tensor,
+        precision: InitialPrecision | None,
+        n_train: float,
+        forward: NetworkForward,
+        kl_scale: float,
+        prior_precision: float | Tensor,
+    ) -> tuple[DropoutPosterior, FamilyState]:
         # The initialiser's variances are not used: the spread of MC dropout is set by
         # the rates and the weights.
         post = DropoutPosterior(mean.clone(), self.dropout_groups(forward))
         z = torch.zeros_like(mean)
         return post, {"step": 0, "w_m": z.clone(), "w_v": z.clone()}
 
-    def kl(self, post, state, kl_scale, prior_precision):
+    def kl(self, post: DropoutPosterior, state: FamilyState, kl_scale: float, prior_precision: float | Tensor) -> float:
         # The weight-decay term lambda/2 ||theta||^2 (the negative log prior up to a
         # constant) in place of a KL: ``loss_curve_`` is the regularised training loss.
         w = post.mean_t
         return 0.5 * (float(prior_precision) * kl_scale) * float((w * w).sum())
 
-    def train_outputs(self, post, theta, Xb, ctx):
+    def train_outputs(self, post: DropoutPosterior, theta: Tensor, Xb: Tensor, ctx: StepContext) -> Tensor:
         """Outputs ``(S, M, out)`` with fresh dropout masks per example and per sample.
 
         ``theta`` (the weights, possibly requiring grad) is not masked: the masks act on
         the layer inputs, independently for every example (standard dropout).
         """
-        S, M = ctx.mc_samples, Xb.shape[0]
-        X = Xb.repeat(S, *([1] * (Xb.dim() - 1))) if S > 1 else Xb
-        masks = self._masks(post, ctx.generator)
-        f = ctx.forward(theta, X, layer_inputs={name: (lambda h, m=m: h * m(h)) for name, m in masks.items()})
-        return f.reshape(S, M, f.shape[-1])
+        return masked_outputs(ctx.forward, theta, Xb, self._masks(post, ctx.generator), ctx.mc_samples)
 
     @staticmethod
-    def _masks(post, gen):
+    def _masks(post: DropoutPosterior, gen: torch.Generator) -> Masks:
         """``{layer name: h -> keep mask / (1 - rate)}``, fresh Bernoulli draws per call."""
 
-        def drop(p):
-            def mask(h):
+        def drop(p: float) -> Callable[[Tensor], Tensor]:
+            def mask(h: Tensor) -> Tensor:
                 keep = (torch.rand(h.shape, generator=gen, dtype=h.dtype, device=h.device) >= p).to(h.dtype)
                 return keep / (1.0 - p)
 
@@ -178,27 +193,13 @@ class DropoutFamily(PosteriorFamily):
 
         return {name: drop(p) for name, _, _, _, p in post.groups}
 
-    def step(self, post, state, Xb, yb, ctx):
+    def step(self, post: DropoutPosterior, state: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One step of Adam on ``(N/M) sum_i nll_i(masked net) + lambda/2 ||theta||^2``, per example."""
-        S, M, N = ctx.mc_samples, Xb.shape[0], ctx.n_train
-        scale = N / (M * S)
         lam = float(ctx.prior_precision) * ctx.kl_scale
-        spec = ctx.forward.spec
-        if spec is not None:  # the backward pass written out (masks as in train_outputs)
-            X = Xb.repeat(S, *([1] * (Xb.dim() - 1))) if S > 1 else Xb
-            theta = post.mean_t
-            masks = self._masks(post, ctx.generator)
-            G, nll, f = masked_minibatch_gradient(spec, theta, X, masks, yb, ctx.likelihood, S, ctx.weights)
-            g = (scale * G + lam * theta) / N
-            state["step"] += 1
-            post.mean_t = adam_update(theta, g, state, "w", float(self.learning_rate))
-            return StepResult(float(scale * weighted_sum(nll, ctx.weights)), f, NOISE_STEP)
-        with torch.enable_grad():
-            theta = post.mean_t.detach().requires_grad_(True)
-            f = self.train_outputs(post, theta, Xb, ctx)
-            data = scale * weighted_sum(ctx.likelihood.nll(f, yb), ctx.weights)
-            loss = data + 0.5 * lam * (theta * theta).sum()
-            (g,) = torch.autograd.grad(loss / N, (theta,))
+        masks = self._masks(post, ctx.generator)
+        g, data, f = masked_gradient(
+            ctx.forward, post.mean_t, Xb, masks, yb, ctx.likelihood, ctx.mc_samples, ctx.n_train, lam, ctx.weights
+        )
         state["step"] += 1
         post.mean_t = adam_update(post.mean_t, g, state, "w", float(self.learning_rate))
-        return StepResult(float(data.detach()), f.detach(), NOISE_STEP)
+        return StepResult(float(data), f, NOISE_STEP)

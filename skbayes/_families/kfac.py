@@ -1,10 +1,15 @@
 """Noisy K-FAC (Zhang et al., 2018) and noisy EK-FAC (Bae, Zhang and Grosse, 2018):
 per-layer Kronecker-factored Gaussian posteriors fitted by noisy natural gradient."""
 
+from __future__ import annotations
+
 import math
 import numbers
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import torch
+from torch import Tensor
 
 from .._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
 from .._docs import E
@@ -12,16 +17,19 @@ from .._linalg import sym_eig
 from .._networks import kron_layers
 from .._validation import NONE, Interval, Options
 from ..posteriors.kfac import DampedFactor, EigenBlock, KroneckerBlock, KroneckerGaussian
-from .base import LEARNABLE_PRIOR, NOISE_STEP, PosteriorFamily, StepResult, weighted_sum
+from .base import LEARNABLE_PRIOR, NOISE_STEP, FamilyState, PosteriorFamily, StepContext, StepResult, weighted_sum
 
-#: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
+if TYPE_CHECKING:
+    from .._memory import Layer, MemoryPart
+    from .._networks import KronLayer, NetworkForward
+    from .._start import InitialPrecision
 
 _POSITIVE = [Interval(numbers.Real, 0, None, closed="neither")]
 _RATE = [Interval(numbers.Real, 0, 1, closed="right")]
 _INTERVAL = [Interval(numbers.Integral, 1, None, closed="left")]
 
 
-class KFACFamily(PosteriorFamily):
+class KFACFamily(PosteriorFamily[KroneckerGaussian]):
     """Noisy K-FAC: Cholesky factors of the damped Kronecker factors (mean step and covariance)."""
 
     parameter_constraints = {
@@ -36,6 +44,13 @@ class KFACFamily(PosteriorFamily):
         "fisher": [Options(("true", "empirical"))],
         "inv_interval": _INTERVAL,
     }
+    factor_decay: float
+    damping: float
+    momentum: float
+    stats_interval: int
+    kl_clip: float | None
+    fisher: str
+    inv_interval: int
     step_size_names = ("damping",)
     param_docs = {
         "learning_rate": E(
@@ -173,11 +188,19 @@ class KFACFamily(PosteriorFamily):
     }
 
     # --- state ----------------------------------------------------------------
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+    def init_posterior(
+        self,
+        mean: Tensor,
+        precision: InitialPrecision | None,
+        n_train: float,
+        forward: NetworkForward,
+        kl_scale: float,
+        prior_precision: float | Tensor,
+    ) -> tuple[KroneckerGaussian, FamilyState]:
         # The initialiser's variances are not used: the Kronecker factors, computed on the
         # first minibatch, define the covariance.
         layers = kron_layers(forward.module, forward.layout)
-        state = {
+        state: FamilyState = {
             "layers": [],
             "momentum": torch.zeros_like(mean),
             "ready": False,
@@ -191,11 +214,11 @@ class KFACFamily(PosteriorFamily):
             }
             self._refresh_basis(st)
             state["layers"].append(st)
-        post = KroneckerGaussian(mean, layers, [None] * len(layers))
+        post = KroneckerGaussian(mean, layers, [])  # the blocks: set by _refresh_posterior
         self._refresh_posterior(post, state, kl_scale)
         return post, state
 
-    def prior_groups(self, forward):
+    def prior_groups(self, forward: NetworkForward) -> list[tuple[str, Tensor]]:
         """One prior group per layer (weight and bias together): the precision ``lam_l``
         enters the layer's Kronecker-factored precision as the damping ``lam_l / N``."""
         return [(l.name, l.vec_index()) for l in kron_layers(forward.module, forward.layout)]
@@ -209,7 +232,9 @@ class KFACFamily(PosteriorFamily):
     #: The fraction of them the fit's snapshots copy (K-FAC's Cholesky factors are shared).
     _copied = 1 / 3
 
-    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+    def memory_parts(
+        self, layers: list[Layer], batch_size: int, mc_samples: int, itemsize: int, dense: bool = True
+    ) -> list[MemoryPart]:
         """The Kronecker factors of every layer (``(fan_in + 1)^2`` and ``fan_out^2`` numbers,
         a few copies each), the mean, momentum and step, and a step's factor statistics and
         refactorisation (one more copy of the factors) with the per-layer rows of the
@@ -241,23 +266,23 @@ class KFACFamily(PosteriorFamily):
         )
         return parts
 
-    def set_stream_size(self, state, n_train):
+    def set_stream_size(self, state: FamilyState, n_train: float) -> None:
         """The intrinsic damping and the covariance scale follow the stream's size."""
         state["n_train"] = n_train
 
     @staticmethod
-    def _layer_priors(prior_precision, layers):
+    def _layer_priors(prior_precision: float | Tensor, layers: Sequence[KronLayer]) -> list[float]:
         """Each layer's prior precision (a float per layer)."""
         if isinstance(prior_precision, torch.Tensor) and prior_precision.dim() > 0:
             return [float(prior_precision[l.w_off]) for l in layers]
         return [float(prior_precision)] * len(layers)
 
-    def _gamma_in(self, state, kl_scale, lam):
+    def _gamma_in(self, state: FamilyState, kl_scale: float, lam: float) -> float:
         """Intrinsic damping ``kl_weight / (N eta)`` of a layer with ``eta = 1 / lam``."""
         eta = 1.0 / float(lam)
         return self.kl_factor(kl_scale) / (state["n_train"] * eta)
 
-    def _damped(self, st, gamma):
+    def _damped(self, st: FamilyState, gamma: float) -> tuple[DampedFactor, DampedFactor]:
         """The two damped factors ``A + pi sqrt(gamma) I`` and ``S + sqrt(gamma)/pi I`` of the
         last refresh, factorised once per damping value (the step's and the covariance's)."""
         cache = st["damped"]
@@ -268,11 +293,11 @@ class KFACFamily(PosteriorFamily):
             cache[gamma] = (DampedFactor(st["A_ref"], pi * sg), DampedFactor(st["S_ref"], sg / pi))
         return cache[gamma]
 
-    def _block(self, st, gamma_in, c):
+    def _block(self, st: FamilyState, gamma_in: float, c: float) -> KroneckerBlock | EigenBlock:
         """The covariance block of one layer: ``c [S + sqrt(g)/pi I]^-1 kron [A + pi sqrt(g) I]^-1``."""
         return KroneckerBlock(*self._damped(st, gamma_in), c)
 
-    def _refresh_posterior(self, post, state, kl_scale):
+    def _refresh_posterior(self, post: KroneckerGaussian, state: FamilyState, kl_scale: float) -> None:
         """Covariance blocks with scale ``lambda/N`` and the intrinsic damping from the factors."""
         c = self.kl_factor(kl_scale) / state["n_train"]
         post.blocks = [
@@ -281,12 +306,12 @@ class KFACFamily(PosteriorFamily):
         ]
 
     @staticmethod
-    def _pi(ta, ts):
+    def _pi(ta: float, ts: float) -> float:
         """Martens & Grosse's ``pi``, which balances the damping between the two factors, from
         the factors' mean eigenvalues (their traces over their sizes)."""
         return math.sqrt(ta / ts) if ta > 0 and ts > 0 else 1.0
 
-    def _refresh_basis(self, st):
+    def _refresh_basis(self, st: FamilyState) -> None:
         """K-FAC: take the current factors as the ones the next steps invert (no
         eigendecomposition: the damped factors are Cholesky-factorised when first used)."""
         st["A_ref"], st["S_ref"] = st["A"], st["S"]
@@ -294,25 +319,25 @@ class KFACFamily(PosteriorFamily):
         st["pi"] = self._pi(float(torch.trace(st["A"])) / n, float(torch.trace(st["S"])) / p)
         st["damped"] = {}
 
-    def _precondition(self, st, V, gamma):
+    def _precondition(self, st: FamilyState, V: Tensor, gamma: float) -> Tensor:
         """``[A + pi sqrt(gamma) I]^-1 V [S + sqrt(gamma)/pi I]^-1``."""
         FA, FS = self._damped(st, gamma)
         return FA.solve_left(FS.solve_right(V))
 
-    def _update_factors(self, st, A, Df, k, weights=None):
+    def _update_factors(self, st: FamilyState, A: Tensor, Df: Tensor, k: int, weights: Tensor | None = None) -> None:
         """Moving averages of the Kronecker factors (every ``stats_interval`` steps)."""
         beta = float(self.factor_decay)
         if k % int(self.stats_interval) == 0:
             st["A"], st["S"] = layer_stats(A, Df, weights, decay=(beta, (st["A"], st["S"])))
 
-    def _update_layer(self, st, A, Df, k, weights=None):
+    def _update_layer(self, st: FamilyState, A: Tensor, Df: Tensor, k: int, weights: Tensor | None = None) -> None:
         """The factor statistics of one layer at step ``k`` and, when due, its refresh."""
         self._update_factors(st, A, Df, k, weights)
         if k % int(self.inv_interval) == 0:
             self._refresh_basis(st)
 
     # --- one step ---------------------------------------------------------------
-    def step(self, post, state, Xb, yb, ctx):
+    def step(self, post: KroneckerGaussian, state: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One noisy K-FAC / EK-FAC step (the papers' Algorithms, with momentum and the trust region)."""
         S, M, N, gen = ctx.mc_samples, Xb.shape[0], ctx.n_train, ctx.generator
         net, layout, spec = ctx.forward.module, ctx.forward.layout, ctx.forward.spec
@@ -325,21 +350,20 @@ class KFACFamily(PosteriorFamily):
             post.layers = layers = kron_layers(net, layout)
         state["layer_prior"] = self._layer_priors(ctx.prior_precision, layers)
         w = ctx.weights
-        wkw = {} if w is None else {"weights": w}
         if not state["ready"]:
             # Initialise the factors from the first minibatch at the mean (beta = 1).
             rows, _, _ = kron_batch(
-                net, layout, layers, post.mean_t[None], Xb, yb, ctx.likelihood, self.fisher, gen, spec=spec, **wkw
+                net, layout, layers, post.mean_t[None], Xb, yb, ctx.likelihood, self.fisher, gen, spec=spec, weights=w
             )
             for st, (A, _, Df) in zip(state["layers"], rows):
-                st["A"], st["S"] = layer_stats(A, Df, **wkw)
+                st["A"], st["S"] = layer_stats(A, Df, weights=w)
                 self._refresh_basis(st)
             state["ready"] = True
             self._refresh_posterior(post, state, ctx.kl_scale)
         k = ctx.t + 1
         theta = post.sample_t(S, generator=gen)
         rows, nll, f = kron_batch(
-            net, layout, layers, theta, Xb, yb, ctx.likelihood, self.fisher, gen, spec=spec, **wkw
+            net, layout, layers, theta, Xb, yb, ctx.likelihood, self.fisher, gen, spec=spec, weights=w
         )
         w_rows = None if w is None else w.repeat(S)  # rows are sample-major (s * M + i)
         alpha = float(self.learning_rate)
@@ -380,12 +404,16 @@ class EKFACFamily(KFACFamily):
         "scale_interval": _INTERVAL,
         "rescale_reset_interval": [Interval(numbers.Integral, 1, None, closed="left"), NONE],
     }
+    scale_decay: float
+    eig_interval: int
+    scale_interval: int
+    rescale_reset_interval: int | None
 
     _factor_copies = 2
     _layer_copies = 2
     _copied = 1.0
 
-    def _refresh_basis(self, st):
+    def _refresh_basis(self, st: FamilyState) -> None:
         """Eigendecompose the factors; ``R`` restarts from the K-FAC eigenvalue products."""
         st["lamA"], st["QA"] = sym_eig(st["A"])
         st["lamS"], st["QS"] = sym_eig(st["S"])
@@ -394,17 +422,17 @@ class EKFACFamily(KFACFamily):
         self._reset_scale(st)
 
     @staticmethod
-    def _reset_scale(st):
+    def _reset_scale(st: FamilyState) -> None:
         st["R"] = st["lamA"][:, None] * st["lamS"][None, :]
 
-    def _block(self, st, gamma_in, c):
+    def _block(self, st: FamilyState, gamma_in: float, c: float) -> EigenBlock:
         return EigenBlock(st["QA"], st["QS"], c / (st["R"] + gamma_in))
 
-    def _precondition(self, st, V, gamma):
+    def _precondition(self, st: FamilyState, V: Tensor, gamma: float) -> Tensor:
         QA, QS = st["QA"], st["QS"]
         return QA @ ((QA.T @ V @ QS) / (st["R"] + gamma)) @ QS.T
 
-    def _update_layer(self, st, A, Df, k, weights=None):
+    def _update_layer(self, st: FamilyState, A: Tensor, Df: Tensor, k: int, weights: Tensor | None = None) -> None:
         self._update_factors(st, A, Df, k, weights)
         if k % int(self.eig_interval) == 0:
             # R lives in the old eigenbasis: restart it from the K-FAC

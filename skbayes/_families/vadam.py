@@ -1,25 +1,42 @@
 """Vprop and Vadam (Khan et al., ICML 2018): mean-field natural-gradient VI without
 per-example gradients (the "gradient magnitude" approximation)."""
 
+from __future__ import annotations
+
 import numbers
+from typing import TYPE_CHECKING
 
 import torch
+from torch import Tensor
 
 from .._curvature import minibatch_gradients
 from .._docs import E
 from .._validation import Interval, Options
 from ..posteriors import DiagonalGaussian
-from .base import LEARNABLE_PRIOR, NOISE_STEP, PosteriorFamily, StepResult, data_factor, scaled_prior, weighted_sum
+from .base import (
+    LEARNABLE_PRIOR,
+    NOISE_STEP,
+    FamilyState,
+    PosteriorFamily,
+    StepContext,
+    StepResult,
+    data_factor,
+    scaled_prior,
+    weighted_sum,
+)
+
+if TYPE_CHECKING:
+    from .._memory import Layer, MemoryPart
+    from .._networks import NetworkForward
+    from .._start import InitialPrecision
 
 METHODS = ("vadam", "vprop")
 
 #: ``learning_rate='auto'``: an Adam step for Vadam, a natural-gradient step for Vprop.
 AUTO_LEARNING_RATE = {"vadam": 0.01, "vprop": 0.05}
 
-#: Step size of the natural-gradient (SVI) update of the regressors' Gamma noise posterior.
 
-
-class VadamFamily(PosteriorFamily):
+class VadamFamily(PosteriorFamily[DiagonalGaussian]):
     """Diagonal Gaussian ``N(mu, diag(N s + lambda)^{-1})`` with Vadam's or Vprop's update."""
 
     parameter_constraints = {
@@ -30,6 +47,9 @@ class VadamFamily(PosteriorFamily):
         "beta2": [Interval(numbers.Real, 0, 1, closed="left")],
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
     }
+    method: str
+    beta1: float
+    beta2: float
 
     param_docs = {
         "module": E(
@@ -106,19 +126,21 @@ class VadamFamily(PosteriorFamily):
         ),
     }
 
-    def resolved_learning_rate(self):
+    def resolved_learning_rate(self) -> float:
         """The step size, with 'auto' resolved for the method."""
         if isinstance(self.learning_rate, str):  # 'auto' (validated)
             return AUTO_LEARNING_RATE[self.method]
         return float(self.learning_rate)
 
-    def step_sizes(self):
+    def step_sizes(self) -> str:
         auto = f" = {self.resolved_learning_rate()}" if isinstance(self.learning_rate, str) else ""
         return (
             f"learning_rate={self.learning_rate}{auto}, method={self.method!r}, beta1={self.beta1}, beta2={self.beta2}"
         )
 
-    def memory_parts(self, layers, batch_size, mc_samples, itemsize, dense=True):
+    def memory_parts(
+        self, layers: list[Layer], batch_size: int, mc_samples: int, itemsize: int, dense: bool = True
+    ) -> list[MemoryPart]:
         """Mean, precision, ``s``, ``s0`` and ``m`` (5 vectors); a step's weight samples,
         gradients and squared gradients (3 matrices of ``S x D``) and activations."""
         from .._memory import MemoryPart, activation_bytes, n_params
@@ -133,7 +155,15 @@ class VadamFamily(PosteriorFamily):
             ),
         ]
 
-    def init_posterior(self, mean, precision, n_train, forward, kl_scale, prior_precision):
+    def init_posterior(
+        self,
+        mean: Tensor,
+        precision: InitialPrecision | None,
+        n_train: float,
+        forward: NetworkForward,
+        kl_scale: float,
+        prior_precision: float | Tensor,
+    ) -> tuple[DiagonalGaussian, FamilyState]:
         lam = scaled_prior(prior_precision, 1.0)
         if precision is None:
             s0 = torch.ones_like(mean)  # the precision N + lam SLANG and VOGN start from
@@ -144,7 +174,7 @@ class VadamFamily(PosteriorFamily):
         post = DiagonalGaussian(mean, n_eff * s0 + lam)
         return post, {"s": s0, "s0": s0.clone(), "m": torch.zeros_like(mean)}
 
-    def step(self, post, st, Xb, yb, ctx):
+    def step(self, post: DiagonalGaussian, st: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One Vprop or Vadam step (see the estimators' docstrings for the update)."""
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t + 1, ctx.n_train
         alpha = self.resolved_learning_rate()

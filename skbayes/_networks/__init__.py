@@ -9,7 +9,7 @@ flat parameter vector), :mod:`.dense` (the batched dense engine and its backward
 layer geometry).
 """
 
-from .build import ACTIVATIONS, build_mlp, init_layers, make_module
+from .build import ACTIVATIONS, build_mlp, init_layers, make_module, materialize
 from .dense import DenseSpec
 from .forward import NetworkForward
 from .geometry import KronLayer, SharedOnCopy, call_order, kron_layers, ordered_layers
@@ -23,6 +23,7 @@ __all__ = [
     "ParamLayout",
     "SharedOnCopy",
     "build_mlp",
+    "materialize",
     "call_order",
     "init_layers",
     "kron_layers",

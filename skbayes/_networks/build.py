@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import copy
 import math
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import torch
 from torch import nn
 
-ACTIVATIONS = {
+#: The ``activation`` names of the built MLP and their (parameter-free) modules.
+ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU,
     "tanh": nn.Tanh,
     "logistic": nn.Sigmoid,
@@ -23,7 +26,15 @@ ACTIVATIONS = {
 }
 
 
-def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu", *, generator=None, dtype=None):
+def build_mlp(
+    n_in: int,
+    hidden_layer_sizes: Sequence[int],
+    n_out: int,
+    activation: str = "relu",
+    *,
+    generator: torch.Generator | None = None,
+    dtype: torch.dtype | None = None,
+) -> nn.Sequential:
     """A fully connected network ``n_in -> hidden... -> n_out`` (no final activation).
 
     With a ``generator`` the layers are built without drawing from torch's global
@@ -34,8 +45,8 @@ def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu", *, generator=N
     """
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation={activation!r} is not supported; choose one of {sorted(ACTIVATIONS)}.")
-    kw = {} if generator is None else {"device": "meta", "dtype": dtype}
-    layers = []
+    kw: dict[str, Any] = {} if generator is None else {"device": "meta", "dtype": dtype}
+    layers: list[nn.Module] = []
     prev = n_in
     for h in hidden_layer_sizes:
         layers.append(nn.Linear(prev, int(h), **kw))
@@ -44,9 +55,32 @@ def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu", *, generator=N
     layers.append(nn.Linear(prev, n_out, **kw))
     net = nn.Sequential(*layers)
     if generator is not None:
-        net = net.to_empty(device="cpu")
+        materialize(net, "cpu")
         init_layers(net, generator)
     return net
+
+
+M = TypeVar("M", bound=nn.Module)
+
+
+def materialize(module: M, device: torch.device | str) -> M:
+    """Give every parameter and buffer of ``module`` (built on the meta device) uninitialised
+    storage on ``device``, in place; returns ``module``.
+
+    What ``module.to_empty(device=...)`` does, without going through torch's meta-tensor
+    decompositions, whose first use in a process imports sympy (seconds: a user's first
+    fit would pay it).
+    """
+    for m in module.modules():
+        for name, p in list(m._parameters.items()):
+            if p is not None:
+                m._parameters[name] = nn.Parameter(
+                    torch.empty(p.shape, dtype=p.dtype, device=device), requires_grad=p.requires_grad
+                )
+        for name, b in list(m._buffers.items()):
+            if b is not None:
+                m._buffers[name] = torch.empty(b.shape, dtype=b.dtype, device=device)
+    return module
 
 
 #: Layers whose ``reset_parameters`` is PyTorch's default scheme, which
@@ -54,7 +88,7 @@ def build_mlp(n_in, hidden_layer_sizes, n_out, activation="relu", *, generator=N
 _KAIMING_LAYERS = (nn.Linear, nn.modules.conv._ConvNd)
 
 
-def init_layers(module, generator):
+def init_layers(module: nn.Module, generator: torch.Generator) -> nn.Module:
     """Initialise every ``nn.Linear`` and convolution layer of ``module`` in place from
     ``generator``, by PyTorch's default scheme (``reset_parameters``: Kaiming-uniform
     weights with ``a = sqrt(5)``, i.e. ``U(-1/sqrt(fan_in), 1/sqrt(fan_in))``, and biases
@@ -62,7 +96,7 @@ def init_layers(module, generator):
 
     This is what constructing the layers under ``torch.manual_seed(s)`` gives, drawn
     from ``generator`` (seeded with ``s``) instead of torch's global random state.
-    Other layers are left as they are.
+    Other layers are left as they are. Returns ``module``.
     """
     with torch.no_grad():
         for m in module.modules():
@@ -85,7 +119,7 @@ def init_layers(module, generator):
     return module
 
 
-def make_module(module, n_in, n_out):
+def make_module(module: nn.Module | Callable[[int, int], nn.Module], n_in: int, n_out: int) -> nn.Module:
     """Instantiate the user's ``module`` parameter.
 
     ``module`` is either a callable ``module(n_features_in, n_outputs)`` returning

@@ -4,18 +4,43 @@ activation outputs, and the backward pass written out with the operations autogr
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, TypeGuard
+
 import torch
-from torch import nn
+from torch import Tensor, nn
+
+if TYPE_CHECKING:
+    from .layout import ParamLayout
+
+#: One ``Linear`` layer of a :class:`DenseSpec`: the weight's offset in the flat vector, its
+#: outputs, its inputs, and the bias's offset (None without a bias).
+LinearInfo = tuple[int, int, int, int | None]
+
+#: One entry of a tape (:meth:`DenseSpec.forward_tape`, :meth:`DenseSpec.local_reparam_tape`),
+#: tagged by its first element: ``("linear", A, W, has_bias)`` (the layer input ``A`` (S, n, in),
+#: or (n, in) when shared by the samples, and the weights ``W`` (S, out, in)),
+#: ``("act", module, input or None, output)``, ``("mask", m)`` (a dropout mask the input was
+#: multiplied by); the local-reparameterisation tape's ``("linear", h, W_mean, W_var, sd, eps,
+#: unclamped)``.
+TapeEntry = tuple[Any, ...]
+
+#: A function of a layer's input ``h`` (``layer_inputs`` / ``input_masks``).
+LayerInputFn = Callable[[Tensor], Tensor]
 
 # Parameter-free modules that act element-wise: they may sit between the
 # Linear layers of a network that takes the fast dense-layer curvature path.
 # Element-wise activations with an in-place torch function (used when nothing needs the input).
-_IN_PLACE = {nn.ReLU: torch.relu_, nn.Tanh: torch.tanh_, nn.Sigmoid: torch.sigmoid_}
+_IN_PLACE: dict[type[nn.Module], Callable[[Tensor], Tensor]] = {
+    nn.ReLU: torch.relu_,
+    nn.Tanh: torch.tanh_,
+    nn.Sigmoid: torch.sigmoid_,
+}
 
 # Element-wise activations whose derivative follows from their output, by the functions
 # autograd itself uses: the hand-written backward pass of :meth:`DenseSpec.backward`
 # gives the same numbers as ``torch.autograd`` (others go through autograd there).
-_ACT_BACKWARD = {
+_ACT_BACKWARD: dict[type[nn.Module], Callable[[Tensor, Tensor], Tensor]] = {
     nn.ReLU: lambda g, out: torch.ops.aten.threshold_backward(g, out, 0),
     nn.Tanh: torch.ops.aten.tanh_backward,
     nn.Sigmoid: torch.ops.aten.sigmoid_backward,
@@ -23,13 +48,14 @@ _ACT_BACKWARD = {
 }
 
 
-def _act_backward(module, z, out, g):
+def _act_backward(module: nn.Module, z: Tensor | None, out: Tensor, g: Tensor) -> Tensor:
     """Gradient with respect to the input ``z`` of an element-wise activation ``module``
     with output ``out``, given ``g`` with respect to its output (``z`` may be None for
     the activations of ``_ACT_BACKWARD``)."""
     fn = _ACT_BACKWARD.get(type(module))
     if fn is not None:
         return fn(g, out)
+    assert z is not None  # recorded on the tape for every activation outside _ACT_BACKWARD
     with torch.enable_grad():
         zr = z.detach().requires_grad_(True)
         (dz,) = torch.autograd.grad(module(zr), zr, g)
@@ -60,11 +86,28 @@ class DenseSpec:
     Such a network gets the fast curvature path: per-example gradients are never
     materialised; every product with them is a few matmuls with the layer inputs
     ``A`` and the back-propagated output gradients ``Delta``.
+
+    Parameters
+    ----------
+    module : torch.nn.Sequential
+        The network (:meth:`supports` it).
+    layout : ParamLayout
+        Where each parameter lives in the flat vector.
+
+    Attributes
+    ----------
+    steps : list of tuple
+        ``("linear", LinearInfo)`` or ``("act", module)``, one per child of ``module``.
+    names : list of str
+        The module name of every step.
+    linears : list of LinearInfo
+        ``(w_off, out, in, b_off)`` of every ``Linear`` layer, in order.
     """
 
-    def __init__(self, module, layout):
-        self.steps = []  # ("linear", info) or ("act", module)
-        self.names = []  # module name of every step
+    def __init__(self, module: nn.Sequential, layout: ParamLayout) -> None:
+        # ("linear", LinearInfo) or ("act", module): Any, as the loops unpack them by tag
+        self.steps: list[tuple[str, Any]] = []
+        self.names: list[str] = []  # module name of every step
         pos = {n: (o, s) for n, s, o in zip(layout.names, layout.shapes, layout.offsets)}
         for idx, child in enumerate(module):
             self.names.append(str(idx))
@@ -74,10 +117,12 @@ class DenseSpec:
                 self.steps.append(("linear", (w_off, w_shape[0], w_shape[1], b_off)))
             else:
                 self.steps.append(("act", child))
-        self.linears = [s[1] for s in self.steps if s[0] == "linear"]
+        self.linears: list[LinearInfo] = [s[1] for s in self.steps if s[0] == "linear"]
 
     @staticmethod
-    def supports(module):
+    def supports(module: nn.Module) -> TypeGuard[nn.Sequential]:
+        """Whether ``module`` is a non-empty ``nn.Sequential`` of trainable ``nn.Linear`` layers
+        and parameter-free element-wise activations."""
         if not isinstance(module, nn.Sequential) or len(module) == 0:
             return False
         for child in module:
@@ -91,7 +136,7 @@ class DenseSpec:
                 return False
         return True
 
-    def forward(self, theta, X, layer_inputs=None):
+    def forward(self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn] | None = None) -> Tensor:
         """Evaluate the network for weight samples ``theta`` (S, D) on rows ``X`` (n, in).
 
         Returns the outputs ``(S, n, out)``; a single weight vector ``theta`` (D,) gives
@@ -119,8 +164,10 @@ class DenseSpec:
                 h = torch.matmul(h, W.transpose(1, 2))
         return h
 
-    def forward_tape(self, theta, X, input_masks=None):
-        """Outputs ``(S, n, out)`` for weight samples ``theta`` (S, D) on rows ``X``,
+    def forward_tape(
+        self, theta: Tensor, X: Tensor, input_masks: Mapping[str, LayerInputFn] | None = None
+    ) -> tuple[Tensor, list[TapeEntry]]:
+        """Outputs ``(S, n, out)`` for weight samples ``theta`` (S, D) on rows ``X`` (n, in),
         without an autograd graph, and the tape :meth:`backward` reads.
 
         The tape holds, step by step, each ``Linear`` layer's input ``A_l`` (S, n, in_l)
@@ -131,7 +178,7 @@ class DenseSpec:
         """
         S = theta.shape[0]
         h = X
-        tape = []
+        tape: list[TapeEntry] = []
         after_linear = False
         with torch.no_grad():
             for name, (kind, info) in zip(self.names, self.steps):
@@ -164,21 +211,21 @@ class DenseSpec:
         return h, tape
 
     @staticmethod
-    def linear_inputs(tape):
+    def linear_inputs(tape: Sequence[TapeEntry]) -> list[Tensor]:
         """The inputs ``A_l`` (S, n, in_l) of the ``Linear`` layers recorded on a tape."""
         return [t[1] for t in tape if t[0] == "linear"]
 
-    def backward(self, tape, grad_out):
+    def backward(self, tape: Sequence[TapeEntry], grad_out: Tensor) -> list[Tensor]:
         """Back-propagate ``grad_out`` (S, n, out), the gradient of a loss with respect to
         the network outputs, through the network recorded on ``tape``.
 
         Returns the gradients with respect to every ``Linear`` layer's output, in layer
-        order (the per-example ``Delta_l``), computed with the operations autograd uses
+        order (the per-example ``Delta_l``, each (S, n, out_l)), computed with the operations autograd uses
         for the same network: the same numbers as ``torch.autograd.grad`` with respect to
         the pre-activations, without building a graph. Activations outside the few with
         a closed-form derivative (ReLU, tanh, sigmoid, identity) go through autograd.
         """
-        deltas = []
+        deltas: list[Tensor] = []
         g = grad_out
         remaining = len(self.linears)
         for entry in reversed(tape):
@@ -197,10 +244,10 @@ class DenseSpec:
         deltas.reverse()
         return deltas
 
-    def weight_grads(self, tape, deltas, out):
+    def weight_grads(self, tape: Sequence[TapeEntry], deltas: Sequence[Tensor], out: Tensor) -> Tensor:
         """Write ``sum_i dL_i/dtheta`` for every weight sample into ``out`` (S, D) (zeroed
         first), from the layer inputs on ``tape`` and the ``deltas`` of :meth:`backward`;
-        the operations autograd uses for the batched GEMMs of :meth:`forward`."""
+        the operations autograd uses for the batched GEMMs of :meth:`forward`. Returns ``out``."""
         out.zero_()
         for A, Dl, (w_off, o, i, b_off) in zip(self.linear_inputs(tape), deltas, self.linears):
             gW = torch.bmm(A.transpose(1, 2), Dl)  # (S, in, out): the gradient of W^T
@@ -209,7 +256,8 @@ class DenseSpec:
                 out[:, b_off : b_off + o] = Dl.sum(1)
         return out
 
-    def _forward_one(self, theta, X, layer_inputs):
+    def _forward_one(self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn]) -> Tensor:
+        """The outputs (n, out) of one weight vector ``theta`` (D,) on rows ``X`` (n, in)."""
         h = X
         for name, (kind, info) in zip(self.names, self.steps):
             if kind == "act":
@@ -223,12 +271,14 @@ class DenseSpec:
                 h = h + theta[b_off : b_off + out]
         return h
 
-    def local_reparam(self, mean, var, X, n_samples, generator=None):
+    def local_reparam(
+        self, mean: Tensor, var: Tensor, X: Tensor, n_samples: int, generator: torch.Generator | None = None
+    ) -> Tensor:
         """Network outputs ``(S, n, out)`` under the local reparameterisation trick.
 
         For every dense layer the pre-activations are sampled directly from their
         distribution given the layer input ``h`` under factorised weights with
-        means ``mean`` and variances ``var`` (flat vectors),
+        means ``mean`` and variances ``var`` (flat vectors (D,)) on rows ``X`` (n, in),
         ``z ~ N(h mu_W^T + mu_b, h^2 (sigma_W^2)^T + sigma_b^2)``, independently for
         every example and each of the ``S`` draws. Per example this is the same
         distribution of every layer's pre-activations as drawing one weight sample
@@ -238,11 +288,13 @@ class DenseSpec:
         """
         return self.local_reparam_tape(mean, var, X, n_samples, generator)[0]
 
-    def local_reparam_tape(self, mean, var, X, n_samples, generator=None):
+    def local_reparam_tape(
+        self, mean: Tensor, var: Tensor, X: Tensor, n_samples: int, generator: torch.Generator | None = None
+    ) -> tuple[Tensor, list[TapeEntry]]:
         """:meth:`local_reparam`'s outputs (the same draws) and the tape
         :meth:`local_reparam_backward` reads."""
         h = X
-        tape = []
+        tape: list[TapeEntry] = []
         tiny = torch.finfo(mean.dtype).tiny
         for kind, info in self.steps:
             if kind == "act":
@@ -265,10 +317,12 @@ class DenseSpec:
             h = zm + sd * eps
         return h, tape
 
-    def local_reparam_backward(self, tape, grad_out, mean_grad, var_grad):
+    def local_reparam_backward(
+        self, tape: Sequence[TapeEntry], grad_out: Tensor, mean_grad: Tensor, var_grad: Tensor
+    ) -> tuple[Tensor, Tensor]:
         """Gradients of a loss with respect to ``mean`` and ``var`` of
         :meth:`local_reparam_tape`, given its gradient ``grad_out`` (S, n, out) with
-        respect to the outputs; written into ``mean_grad`` and ``var_grad`` (D,).
+        respect to the outputs; written into ``mean_grad`` and ``var_grad`` (D,), which are returned.
 
         Per layer, with ``z = z_m + sqrt(z_v) eps``: ``dz_m = dz``,
         ``dz_v = dz eps / (2 sqrt(z_v))`` (0 where ``z_v`` was clamped), then

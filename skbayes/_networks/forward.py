@@ -4,11 +4,17 @@ by the batched dense engine where the network has one, else ``torch.func.functio
 from __future__ import annotations
 
 import threading
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
 
 import torch
+from torch import Tensor, nn
 from torch.func import functional_call
 
-from .dense import DenseSpec
+from .dense import DenseSpec, LayerInputFn
+
+if TYPE_CHECKING:
+    from .layout import ParamLayout
 
 
 class NetworkForward:
@@ -26,33 +32,38 @@ class NetworkForward:
         Where each parameter lives in the flat vector.
     n_features : int
         Width of the network's input rows.
+
+    Attributes
+    ----------
+    spec : DenseSpec or None
+        The dense-layer engine, None for a network off that path.
     """
 
-    def __init__(self, module, layout, n_features):
+    def __init__(self, module: nn.Module, layout: ParamLayout, n_features: int) -> None:
         self.module = module
         self.layout = layout
         self.n_features = int(n_features)
-        self.spec = DenseSpec(module, layout) if DenseSpec.supports(module) else None
+        self.spec: DenseSpec | None = DenseSpec(module, layout) if DenseSpec.supports(module) else None
         # functional_call swaps the module's parameters for the duration of a call: calls
         # from concurrent threads (e.g. predictions) must not interleave.
         self._lock = threading.RLock()
 
-    def __getstate__(self):
+    def __getstate__(self) -> dict[str, Any]:
         state = dict(self.__dict__)
         del state["_lock"]  # locks cannot be pickled or copied
         return state
 
-    def __setstate__(self, state):
+    def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._lock = threading.RLock()
 
     @property
-    def dense(self):
+    def dense(self) -> bool:
         """True when the network takes the dense-layer path."""
         return self.spec is not None
 
-    def __call__(self, theta, X, layer_inputs=None):
-        """Outputs for weights ``theta``: (S, D) -> (S, n, out); (D,) -> (n, out).
+    def __call__(self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn] | None = None) -> Tensor:
+        """Outputs for weights ``theta`` on rows ``X`` (n, n_features): (S, D) -> (S, n, out); (D,) -> (n, out).
 
         ``layer_inputs``: ``{module name: fn}`` applied to the inputs of those layers.
         """
@@ -62,11 +73,11 @@ class NetworkForward:
             return torch.stack([self._call_one(th, X, layer_inputs) for th in theta])
         return self._call_one(theta, X, layer_inputs)
 
-    def _call_one(self, theta, X, layer_inputs):
+    def _call_one(self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn] | None) -> Tensor:
         with self._lock:
             return self._call_one_unlocked(theta, X, layer_inputs)
 
-    def _call_one_unlocked(self, theta, X, layer_inputs):
+    def _call_one_unlocked(self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn] | None) -> Tensor:
         if not layer_inputs:
             return functional_call(self.module, self.layout.unflatten(theta), (X,))
         modules = dict(self.module.named_modules())

@@ -5,19 +5,29 @@ that the Kronecker families and i-BLM work with."""
 from __future__ import annotations
 
 import copy
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 import torch
 import torch.nn.functional as F
-from torch import nn
+from torch import Tensor, nn
 
 from ..exceptions import UnsupportedLayerError
 
+if TYPE_CHECKING:
+    from torch.utils.hooks import RemovableHandle
 
-def call_order(module, X_probe):
+    from .layout import ParamLayout
+
+_Shared = TypeVar("_Shared", bound="SharedOnCopy")
+
+
+def call_order(module: nn.Module, X_probe: Tensor) -> list[str]:
     """Names of the submodules holding trainable parameters, in the order a forward pass
-    on ``X_probe`` calls them (each once; the module is not modified)."""
+    on ``X_probe`` (rows of the network's input) calls them (each once; the module is not
+    modified)."""
     probe = copy.deepcopy(module)  # a forward pass may touch buffers (e.g. batch-norm statistics)
-    order, hooks = [], []
+    order: list[str] = []
+    hooks: list[RemovableHandle] = []
     for name, m in probe.named_modules():
         if any(p.requires_grad for p in m.parameters(recurse=False)):
             hooks.append(m.register_forward_pre_hook(lambda mod, args, name=name: order.append(name)))
@@ -27,7 +37,7 @@ def call_order(module, X_probe):
     finally:
         for h in hooks:
             h.remove()
-    seen = []
+    seen: list[str] = []
     for name in order:
         if name not in seen:
             seen.append(name)
@@ -49,10 +59,10 @@ class SharedOnCopy:
     loop snapshots the posterior and the family state every epoch), share the object
     instead of duplicating its tensors and modules."""
 
-    def __copy__(self):
+    def __copy__(self: _Shared) -> _Shared:
         return self
 
-    def __deepcopy__(self, memo):
+    def __deepcopy__(self: _Shared, memo: dict[int, Any]) -> _Shared:
         return self
 
 
@@ -62,52 +72,83 @@ class KronLayer(SharedOnCopy):
     Read-only geometry, shared by copies together with its ``module``. A step rebinds
     layers whose module is not the one its network calls (see
     :meth:`~skbayes._families.kfac.KFACFamily.step`).
+
+    Parameters
+    ----------
+    name : str
+        The layer's module name in the network.
+    module : torch.nn.Linear or torch.nn.Conv2d
+        The layer.
+    w_off : int
+        Offset of its weight in the flat vector.
+    b_off : int or None
+        Offset of its bias, None without one.
+
+    Attributes
+    ----------
+    is_conv : bool
+        Whether the layer is a ``Conv2d``.
+    p : int
+        Outputs (channels of a conv layer).
+    n_in : int
+        Inputs per output (``C kh kw`` for a conv layer).
+    has_bias : bool
+        Whether the layer has a bias.
+    n : int
+        Rows of the weight matrix ``W``: ``n_in`` plus one with a bias.
     """
 
-    def __init__(self, name, module, w_off, b_off):
+    def __init__(self, name: str, module: nn.Linear | nn.Conv2d, w_off: int, b_off: int | None) -> None:
         self.name = name
         self.module = module
         self.is_conv = isinstance(module, nn.Conv2d)
-        self.p = module.weight.shape[0]
-        self.n_in = module.weight[0].numel()
+        self.p: int = module.weight.shape[0]
+        self.n_in: int = module.weight[0].numel()
         self.has_bias = module.bias is not None
         self.n = self.n_in + int(self.has_bias)
         self.w_off, self.b_off = w_off, b_off
 
-    def flat_to_mat(self, theta):
+    def flat_to_mat(self, theta: Tensor) -> Tensor:
         """``(..., D)`` flat vectors -> ``(..., n, p)`` weight matrices."""
         lead = theta.shape[:-1]
         w = theta[..., self.w_off : self.w_off + self.p * self.n_in].reshape(*lead, self.p, self.n_in)
         W = w.transpose(-1, -2)
         if self.has_bias:
+            assert self.b_off is not None  # set exactly when the layer has a bias
             b = theta[..., self.b_off : self.b_off + self.p].reshape(*lead, 1, self.p)
             W = torch.cat([W, b], dim=-2)
         return W
 
-    def mat_to_flat(self, W, out):
+    def mat_to_flat(self, W: Tensor, out: Tensor) -> None:
         """Write ``(..., n, p)`` matrices into the flat vectors ``out`` (..., D)."""
         lead = W.shape[:-2]
         out[..., self.w_off : self.w_off + self.p * self.n_in] = (
             W[..., : self.n_in, :].transpose(-1, -2).reshape(*lead, self.p * self.n_in)
         )
         if self.has_bias:
+            assert self.b_off is not None
             out[..., self.b_off : self.b_off + self.p] = W[..., self.n_in, :]
 
-    def vec_index(self, device=None):
-        """Flat indices of ``vec(W)`` (column-major), for dense references."""
+    def vec_index(self, device: torch.device | str | None = None) -> Tensor:
+        """Flat indices (n p,) of ``vec(W)`` (column-major), for dense references."""
         i = torch.arange(self.n, device=device)
         j = torch.arange(self.p, device=device)
         I, J = torch.meshgrid(i, j, indexing="ij")
         idx = self.w_off + J * self.n_in + I
         if self.has_bias:
+            assert self.b_off is not None
             idx[self.n_in, :] = self.b_off + j
         return idx.T.reshape(-1)  # column-major: j * n + i
 
-    def patches(self, x):
-        """Layer inputs as rows ``(m, T, n)`` with a trailing 1 for the bias."""
+    def patches(self, x: Tensor) -> Tensor:
+        """Layer inputs ``x`` ((m, n_in) or (m, ..., n_in) of a Linear layer, (m, C, H, W) of a
+        conv layer) as rows ``(m, T, n)`` with a trailing 1 for the bias (``T`` positions per
+        example: 1 for a dense input, the patches of a conv layer)."""
         if self.is_conv:
-            mod = self.module
-            cols = F.unfold(x, mod.kernel_size, dilation=mod.dilation, padding=mod.padding, stride=mod.stride)
+            mod = cast(nn.Conv2d, self.module)
+            # kron_layers admits padding given as integers only (not 'same' / 'valid')
+            padding = cast(tuple[int, ...], mod.padding)
+            cols = F.unfold(x, mod.kernel_size, dilation=mod.dilation, padding=padding, stride=mod.stride)
             a = cols.transpose(1, 2)  # (m, T, C kh kw)
         else:
             a = x.reshape(-1, 1, x.shape[-1]) if x.dim() == 2 else x.reshape(x.shape[0], -1, x.shape[-1])
@@ -115,8 +156,9 @@ class KronLayer(SharedOnCopy):
             a = torch.cat([a, a.new_ones(*a.shape[:-1], 1)], dim=-1)
         return a
 
-    def out_grads(self, g):
-        """Output gradients as rows ``(m, T, p)``."""
+    def out_grads(self, g: Tensor) -> Tensor:
+        """Output gradients ``g`` (the shape of the layer's output: (m, p), (m, ..., p) or
+        (m, p, H', W')) as rows ``(m, T, p)``."""
         if self.is_conv:
             return g.flatten(2).transpose(1, 2)
         return g.reshape(-1, 1, g.shape[-1]) if g.dim() == 2 else g.reshape(g.shape[0], -1, g.shape[-1])
@@ -126,10 +168,10 @@ class KronLayer(SharedOnCopy):
 _LAYERWISE_INITS = "'iblm', 'iblm_random', 'uninformative', 'heuristic', 'xavier', 'orthogonal' or 'lsuv'"
 
 
-def kron_layers(module, layout):
+def kron_layers(module: nn.Module, layout: ParamLayout) -> list[KronLayer]:
     """The Kronecker blocks of ``module``, or a clear error for an unsupported layer."""
     pos = dict(zip(layout.names, layout.offsets))
-    layers = []
+    layers: list[KronLayer] = []
     for name, mod in module.named_modules():
         own = [p for p in mod.parameters(recurse=False)]
         if not own:
@@ -158,7 +200,8 @@ def kron_layers(module, layout):
     return layers
 
 
-def ordered_layers(module, layout, X):
-    """Linear/Conv2d blocks in the order a forward pass on ``X`` calls them."""
+def ordered_layers(module: nn.Module, layout: ParamLayout, X: Tensor) -> list[KronLayer]:
+    """Linear/Conv2d blocks in the order a forward pass on ``X`` (rows of the network's input)
+    calls them."""
     layers = {l.name: l for l in kron_layers(module, layout)}
     return [layers[name] for name in call_order(module, X[:1]) if name in layers]

@@ -4,6 +4,7 @@ between the two."""
 from __future__ import annotations
 
 import torch
+from torch import Tensor, nn
 
 
 class ParamLayout:
@@ -11,12 +12,29 @@ class ParamLayout:
 
     The flat vector follows ``module.parameters()`` order, each tensor flattened
     in row-major order (for ``nn.Linear``: the ``(out, in)`` weight, then the bias).
+    Parameters that do not require gradients are left out.
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        The network.
+
+    Attributes
+    ----------
+    names : list of str
+        The parameters' names (``module.named_parameters()``), in vector order.
+    shapes : list of tuple of int
+        Their shapes.
+    offsets : list of int
+        Where each starts in the flat vector.
+    size : int
+        ``D``, the length of the flat vector.
     """
 
-    def __init__(self, module):
-        self.names = []
-        self.shapes = []
-        self.offsets = []
+    def __init__(self, module: nn.Module) -> None:
+        self.names: list[str] = []
+        self.shapes: list[tuple[int, ...]] = []
+        self.offsets: list[int] = []
         off = 0
         for name, p in module.named_parameters():
             if not p.requires_grad:
@@ -27,10 +45,10 @@ class ParamLayout:
             off += p.numel()
         self.size = off
 
-    def unflatten(self, theta):
+    def unflatten(self, theta: Tensor) -> dict[str, Tensor]:
         """Dict name -> view of ``theta`` (shape ``(..., D)``) with the parameter's shape."""
         lead = theta.shape[:-1]
-        out = {}
+        out: dict[str, Tensor] = {}
         for name, shape, off in zip(self.names, self.shapes, self.offsets):
             n = 1
             for s in shape:
@@ -38,11 +56,14 @@ class ParamLayout:
             out[name] = theta[..., off : off + n].reshape(*lead, *shape)
         return out
 
-    def flatten_module(self, module):
+    def flatten_module(self, module: nn.Module) -> Tensor:
+        """The parameters of ``module`` (laid out as this layout's) as a new flat vector (D,),
+        detached."""
         params = dict(module.named_parameters())
         return torch.cat([params[n].detach().reshape(-1) for n in self.names])
 
-    def load_into(self, module, theta):
+    def load_into(self, module: nn.Module, theta: Tensor) -> None:
+        """Copy the flat vector ``theta`` (D,) into the parameters of ``module`` in place."""
         params = dict(module.named_parameters())
         views = self.unflatten(theta)
         with torch.no_grad():

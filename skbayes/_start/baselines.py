@@ -1,19 +1,58 @@
 """The competing initialisations of the i-BLM paper: uninformative, heuristic,
 Xavier, orthogonal and LSUV (mean and factorised variances)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
 import torch
+from torch import Tensor
 
 from .._networks import ordered_layers
 from .iblm import layer_input
 
+if TYPE_CHECKING:
+    from .._networks import KronLayer, NetworkForward
 
-def _fan(layer):
+
+def _fan(layer: KronLayer) -> tuple[int, int]:
+    """``(fan_in, fan_out)`` of a layer (a conv layer's counted over its kernel)."""
     rf = layer.n_in // layer.module.weight.shape[1] if layer.is_conv else 1
     return layer.n_in, layer.p * rf
 
 
-def simple_init(forward, kind, X, gen, prior_precision, *, batch_size):
-    """The competing initialisations (mean, variance) of the i-BLM paper."""
+def simple_init(
+    forward: NetworkForward,
+    kind: str,
+    X: Tensor,
+    gen: torch.Generator,
+    prior_precision: float,
+    *,
+    batch_size: int,
+) -> tuple[Tensor, Tensor]:
+    """The competing initialisations of the i-BLM paper.
+
+    Parameters
+    ----------
+    forward : NetworkForward
+        The network.
+    kind : str
+        'uninformative', 'heuristic', 'xavier', 'orthogonal' or 'lsuv'.
+    X : Tensor of shape (N, ...)
+        The training inputs (LSUV rescales on a minibatch of them).
+    gen : torch.Generator
+        The fit's generator (orthogonal weights, LSUV's minibatch).
+    prior_precision : float
+        The prior precision (the variances of 'uninformative' and of the weights outside
+        the Linear / Conv2d layers).
+    batch_size : int
+        LSUV's minibatch size.
+
+    Returns
+    -------
+    mean, variance : Tensor of shape (D,)
+        Flat vectors in ``module.parameters()`` order.
+    """
     module, layout = forward.module, forward.layout
     layers = ordered_layers(module, layout, X)
     mean = layout.flatten_module(module).clone()

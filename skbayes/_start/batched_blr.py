@@ -20,12 +20,18 @@ more on standardised data) beyond float32's ``1 / eps``, where the Cholesky
 factorisation fails. The regressions are a one-off cost of the start.
 """
 
+from __future__ import annotations
+
 import math
+from typing import overload
 
 import torch
+from torch import Tensor
 
 
-def blr_solve(X, y, alpha, v, weights=None):
+def blr_solve(
+    X: Tensor, y: Tensor, alpha: float, v: Tensor | float, weights: Tensor | None = None
+) -> tuple[Tensor, Tensor]:
     """Posterior mean and the diagonal of the posterior precision.
 
     Parameters
@@ -34,7 +40,7 @@ def blr_solve(X, y, alpha, v, weights=None):
     y : Tensor (..., B)
     alpha : float
         Prior precision.
-    v : Tensor broadcastable to (..., B)
+    v : Tensor broadcastable to (..., B), or float
         Noise variances.
     weights : Tensor broadcastable to (..., B), optional
         Sample weights (positive): row ``b``'s precision ``1 / v_b`` becomes ``w_b / v_b``.
@@ -67,17 +73,28 @@ def blr_solve(X, y, alpha, v, weights=None):
     return mean.to(dtype), prec_diag.to(dtype)
 
 
-def _float64(X, *others):
+@overload
+def _float64(X: Tensor, a: Tensor | float, b: Tensor | float, /) -> tuple[Tensor, Tensor, Tensor]: ...
+@overload
+def _float64(X: Tensor, a: Tensor | float, b: Tensor | None, /) -> tuple[Tensor, Tensor, Tensor | None]: ...
+@overload
+def _float64(
+    X: Tensor, a: Tensor | float, b: Tensor | float, c: Tensor | None, /
+) -> tuple[Tensor, Tensor, Tensor, Tensor | None]: ...
+def _float64(X: Tensor, *others: Tensor | float | None) -> tuple[Tensor | None, ...]:
     """``X`` and each of ``others`` (tensors, numbers or None) as float64 tensors on ``X``'s device."""
-    out = [X.to(torch.float64)]
+    out: list[Tensor | None] = [X.to(torch.float64)]
     for a in others:
         out.append(None if a is None else torch.as_tensor(a, dtype=torch.float64, device=X.device))
-    return out
+    return tuple(out)
 
 
-def blr_log_evidence(X, y, alpha, v):
+def blr_log_evidence(X: Tensor, y: Tensor, alpha: float, v: Tensor | float) -> Tensor:
     """``log N(y | 0, diag(v) + X X^T / alpha)`` (batched), via the cheaper of the
-    ``B x B`` and ``n x n`` Cholesky factorisations (in float64)."""
+    ``B x B`` and ``n x n`` Cholesky factorisations (in float64).
+
+    ``X`` (..., B, n), ``y`` (..., B), ``v`` broadcastable to (..., B); returns (...,) in float64.
+    """
     X, y, v = _float64(X, y, v)
     B, n = X.shape[-2], X.shape[-1]
     v = v.expand(y.shape)
@@ -102,9 +119,13 @@ def blr_log_evidence(X, y, alpha, v):
     return -0.5 * (B * math.log(2.0 * math.pi) + logdet + quad)
 
 
-def best_noise_variance(X, y, alpha, grid=None, weights=None):
+def best_noise_variance(
+    X: Tensor, y: Tensor, alpha: float, grid: Tensor | None = None, weights: Tensor | None = None
+) -> float:
     """Homoscedastic noise variance maximising the log evidence over a log-spaced grid
     (``1e-4 .. 1e2`` relative to ``var(y)``), refined once around the best point.
+
+    ``X`` (B, n), ``y`` (B,); ``grid`` replaces the default grid of candidate variances.
 
     With sample ``weights`` (positive, shape (B,)) the evidence is that of the weighted
     likelihood ``prod_b N(y_b | x_b w, v)^{w_b}``, which for integer weights is the
@@ -116,7 +137,7 @@ def best_noise_variance(X, y, alpha, grid=None, weights=None):
     if weights is None:
         vy = float(y.var()) if y.numel() > 1 else 1.0
 
-        def evidence(g):
+        def evidence(g: Tensor) -> Tensor:
             return blr_log_evidence(X, y, alpha, g)
 
     else:
@@ -124,7 +145,7 @@ def best_noise_variance(X, y, alpha, grid=None, weights=None):
         ybar = float((weights * y).sum()) / W
         vy = float((weights * (y - ybar) ** 2).sum()) / (W - 1.0) if W > 1.0 else 1.0
 
-        def evidence(g):
+        def evidence(g: Tensor) -> Tensor:
             return blr_log_evidence(X, y, alpha, g / weights) + 0.5 * (y.shape[-1] - W) * math.log(float(g))
 
     vy = vy if vy > 0 else 1.0
@@ -138,11 +159,12 @@ def best_noise_variance(X, y, alpha, grid=None, weights=None):
     return float(fine[int(torch.argmax(ev))])
 
 
-def dirichlet_transform(Y, alpha_eps=0.01):
+def dirichlet_transform(Y: Tensor, alpha_eps: float = 0.01) -> tuple[Tensor, Tensor]:
     """Milios et al. (2018): regression targets and noise variances for one-hot labels.
 
     ``var = log(1 / (Y + alpha_eps) + 1)``, ``target = log(Y + alpha_eps) - var / 2``
-    (element-wise; the log-normal moment match of ``Gamma(Y + alpha_eps, 1)``).
+    (element-wise; the log-normal moment match of ``Gamma(Y + alpha_eps, 1)``). ``Y`` (N, K)
+    one-hot; returns the targets and the variances, both (N, K).
     """
     var = torch.log(1.0 / (Y + alpha_eps) + 1.0)
     return torch.log(Y + alpha_eps) - 0.5 * var, var

@@ -6,20 +6,38 @@ turns the initialiser's factorised variances into the diagonal precision of a po
 over all ``N`` training examples; :func:`diagnose` checks the input's scale for i-BLM.
 """
 
+from __future__ import annotations
+
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
+from torch import Tensor
 
 from ..exceptions import UnsupportedLayerError, _warn
 from . import iblm as _iblm_module
 from .baselines import simple_init
 
+if TYPE_CHECKING:
+    from .._networks import NetworkForward
+    from .iblm import NoiseVariance
+
 INITS = ("iblm", "iblm_random", "default", "uninformative", "heuristic", "xavier", "orthogonal", "lsuv")
 
 
 def initial_moments(
-    kind, forward, X, y_enc, gen, prior_precision, *, batch_size, n_classes=None, centre_hidden=False, weights=None
-):
+    kind: str,
+    forward: NetworkForward,
+    X: Tensor,
+    y_enc: Tensor,
+    gen: torch.Generator,
+    prior_precision: float,
+    *,
+    batch_size: int,
+    n_classes: int | None = None,
+    centre_hidden: bool = False,
+    weights: Tensor | None = None,
+) -> tuple[Tensor, Tensor | None, NoiseVariance]:
     """``(mean, variance, noise_variance)`` of the initial posterior for ``init=kind``.
 
     ``variance`` is None for 'default'; ``noise_variance`` (regression with i-BLM only) is the
@@ -29,11 +47,15 @@ def initial_moments(
     observations in expectation (as a regression on that many duplicated rows would):
     i-BLM's regressions are then weighted least squares; the other initialisers do not
     look at the targets and ignore them (LSUV's output scales are unweighted).
+
+    ``X`` (N, ...) and ``y_enc`` (N,) or (N, k) are the training tensors (targets in the
+    likelihood's encoding), ``weights`` (N,); ``mean`` and ``variance`` are flat vectors (D,),
+    ``noise_variance`` a float (one target) or an array (k,) (several).
     """
     layout, module = forward.layout, forward.module
     if kind == "default":
         return layout.flatten_module(module).clone(), None, None
-    noise_variance = None
+    noise_variance: NoiseVariance = None
     try:
         if kind in ("iblm", "iblm_random"):
             mean, var, noise_variance = _iblm_module.iblm(
@@ -72,7 +94,7 @@ def initial_moments(
 _RESOLUTION = 1.0 / torch.finfo(torch.float64).eps
 
 
-def diagnose(X, prior_precision):
+def diagnose(X: Tensor, prior_precision: float) -> str:
     """The likely cause of a failed initialisation, and what to change, from the training
     inputs ``X`` (the tensor in the fit's dtype) and the prior precision.
 
@@ -126,11 +148,13 @@ class InitialPrecision:
         computed from the initialiser's variances directly (Vadam/Vprop's ``s``).
     """
 
-    total: torch.Tensor
-    per_example: torch.Tensor
+    total: Tensor
+    per_example: Tensor
 
 
-def initial_precision(var, prior_precision, n_train, kind, batch_size):
+def initial_precision(
+    var: Tensor | None, prior_precision: float, n_train: float, kind: str, batch_size: int
+) -> InitialPrecision | None:
     """Diagonal precision of the initial posterior over all ``n_train`` examples (with
     sample weights, ``n_train`` is their sum, and the weights of i-BLM's regressions
     are scaled so that ``B`` rows stand for ``min(batch_size, n_train)`` examples).

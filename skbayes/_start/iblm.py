@@ -1,23 +1,35 @@
 """i-BLM (Rossi, Michiardi and Filippone, ICML 2019): layer-wise Bayesian linear
 regression, from the input upwards."""
 
+from __future__ import annotations
+
 import math
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+from numpy.typing import NDArray
+from torch import Tensor, nn
 from torch.func import functional_call
 
 from .._networks import ordered_layers
 from .batched_blr import best_noise_variance, blr_solve, dirichlet_transform
+
+if TYPE_CHECKING:
+    from .._networks import KronLayer, NetworkForward, ParamLayout
+
+#: i-BLM's estimate of the observation noise variance: a float (one target), an array
+#: (k,) (one per target column), or None (classification, and the other initialisers).
+NoiseVariance = float | NDArray[np.float64] | None
 
 #: A local minibatch holds the ``min(B, P / 2)`` rows nearest to an anchor among a
 #: random pool of ``P = min(N, _POOL * B)`` rows.
 _POOL = 4
 
 
-def layer_input(module, layout, layer, theta, X):
-    """Input of ``layer`` when the network runs with flat weights ``theta`` on ``X``."""
-    box = []
+def layer_input(module: nn.Module, layout: ParamLayout, layer: KronLayer, theta: Tensor, X: Tensor) -> Tensor:
+    """Input of ``layer`` when the network runs with flat weights ``theta`` (D,) on ``X`` (m, ...)."""
+    box: list[Tensor] = []
     h = layer.module.register_forward_hook(lambda m, i, o: box.append(i[0].detach()))
     try:
         with torch.no_grad():
@@ -27,7 +39,7 @@ def layer_input(module, layout, layer, theta, X):
     return box[0]
 
 
-def iblm_targets(y_enc, n_classes, dtype):
+def iblm_targets(y_enc: Tensor, n_classes: int | None, dtype: torch.dtype) -> tuple[Tensor, Tensor | None]:
     """Regression targets ``(N, K)`` and noise variances for i-BLM.
 
     Regression: the standardised targets (one column; the noise variance is
@@ -46,7 +58,16 @@ def iblm_targets(y_enc, n_classes, dtype):
     return T, V
 
 
-def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
+def _local_minibatches(
+    module: nn.Module,
+    layout: ParamLayout,
+    layer: KronLayer,
+    mean: Tensor,
+    X: Tensor,
+    n_groups: int,
+    B: int,
+    gen: torch.Generator,
+) -> Tensor:
     """One local minibatch per group of units, ``(n_groups, B_local)`` row indices.
 
     Each group draws a pool of ``P = min(N, 4 B)`` random rows and keeps the
@@ -80,18 +101,18 @@ def _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen):
 
 
 def iblm(
-    forward,
-    X,
-    y_enc,
-    gen,
-    prior_precision,
+    forward: NetworkForward,
+    X: Tensor,
+    y_enc: Tensor,
+    gen: torch.Generator,
+    prior_precision: float,
     *,
-    batch_size,
-    n_classes=None,
-    centre_hidden=False,
-    local=True,
-    weights=None,
-):
+    batch_size: int,
+    n_classes: int | None = None,
+    centre_hidden: bool = False,
+    local: bool = True,
+    weights: Tensor | None = None,
+) -> tuple[Tensor, Tensor, NoiseVariance]:
     """Layer-wise Bayesian linear regression, from the input upwards (Algorithm 1).
 
     For layer ``l`` and output unit ``j``: draw a fresh minibatch of
@@ -180,7 +201,8 @@ def iblm(
             Wglob = None if weights is None else weights[rows_g].repeat_interleave(Ag.shape[1], 0)
         else:
             idx = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:B] for _ in range(n_groups)])
-        v_layer = None
+        # None until estimated, then a float (one target column) or a tensor (K,); an array at the end
+        v_layer: Any = None
         W = torch.empty(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
         Pd = torch.empty_like(W)
         # Groups share one forward pass at the mean; process as many at once as
@@ -217,14 +239,14 @@ def iblm(
             ci = torch.tensor([j % K for j in units], device=X.device)
             Xb = Xg[gi]
             yb = Yg[gi, :, ci]
-            vb = (v_layer if K == 1 else v_layer[ci][:, None]) if Vt is None else Vg[gi, :, ci]
+            vb = (v_layer if K == 1 else v_layer[ci][:, None]) if Vg is None else Vg[gi, :, ci]
             if Wg is None:
                 m, pd = blr_solve(Xb, yb, prior_precision, vb)
             else:
                 m, pd = blr_solve(Xb, yb, prior_precision, vb, weights=Wg[gi])
             if local_rows:
                 # the mean from the local regression, the precision from the global minibatch
-                vg = (v_layer if K == 1 else v_layer[ci][:, None]) if Vt is None else Vglob[:, ci].T  # (units, B T)
+                vg = (v_layer if K == 1 else v_layer[ci][:, None]) if Vglob is None else Vglob[:, ci].T  # (units, B T)
                 prec = 1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])
                 if Wglob is not None:
                     prec = prec * Wglob
