@@ -836,7 +836,9 @@ class BayesianNetwork(BaseEstimator):
             self._stream_rows = (X.copy(), np.array(y), None if sw is None else sw.copy()) if keep else None
         return X, y, sw, reset, classes
 
-    def _stream_average_begin(self, reset, n_total, n_call, n_rows):
+    def _stream_average_begin(
+        self, reset: bool, n_total: float | None, n_call: float, n_rows: int
+    ) -> Callable[[int, torch.Tensor], None] | None:
         """Start a ``partial_fit`` call of a stream (``n_samples_total`` never given): the
         fitted mean is the average of the means its steps visit, while training continues
         from the last of them. Each mean is weighted by the rows of its step times the rows
@@ -857,7 +859,7 @@ class BayesianNetwork(BaseEstimator):
         average = self._stream_average
         return lambda rows, mean: average.add(mean, rows * per_row)
 
-    def _stream_average_end(self, outcome):
+    def _stream_average_end(self, outcome: _loop.Outcome) -> None:
         """End a stream's call: keep its last mean and report the average (a call that
         diverged, and so reverted to its start, adds nothing to the average)."""
         before = self.__dict__.pop("_stream_average_before", None)
