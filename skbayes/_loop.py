@@ -369,26 +369,20 @@ def run_epochs(
     :func:`run_epoch`.
     Returns an :class:`Outcome`; warnings name the family's step sizes.
     """
-    name = settings.name
     gen = torch.Generator(device=X.device)
     gen.set_state(state.rng_state)
     N = n_examples(X.shape[0], weights, n_train, n_total)
-    tol_stop = ToleranceStop(settings.tol, settings.n_iter_no_change)
-    val_stop = ValidationStop(settings.tol, settings.n_iter_no_change) if validation is not None else None
-    guard = None
-    if not incremental and settings.kl_annealing is None:
-        guard = RiseGuard(min(RISE_PATIENCE, int(settings.n_iter_no_change)))
-    best_val_snap = None
+    rules = None if incremental else StoppingRules(settings, validation)
     outcome = Outcome()
     bar = None
     if settings.verbose and not incremental:
         from tqdm.auto import tqdm
 
-        bar = tqdm(total=n_epochs, desc=name, leave=True)
+        bar = tqdm(total=n_epochs, desc=settings.name, leave=True)
     for _ in range(n_epochs):
         snap = snapshot(state)
-        if guard is not None:
-            guard.epoch_start(snap)
+        if rules is not None:
+            rules.epoch_start(snap)
         try:
             data_term, n_steps = run_epoch(state, settings, family, X, y, gen, weights, n_train, n_total, on_step)
             loss = objective(state, settings, family, data_term, n_steps, N)
@@ -399,13 +393,7 @@ def run_epochs(
         except Divergence:
             restore(state, snap)
             outcome.diverged = True
-            _warn(
-                f"{name} diverged (non-finite values or weights beyond 1e8) in epoch {state.n_iter + 1}: "
-                f"training stopped and the posterior reverted to the end of epoch {state.n_iter}. "
-                f"The learning rate is likely too large ({family.step_sizes()}) or the "
-                "inputs are badly scaled; lower the learning rate, or standardise the inputs.",
-                ConvergenceWarning,
-            )
+            _warn_diverged(settings.name, state.n_iter, family)
             break
         update_prior(state)
         state.loss_curve.append(loss)
@@ -413,41 +401,12 @@ def run_epochs(
         if bar is not None:
             bar.set_postfix(neg_elbo=f"{loss:.4f}")
             bar.update(1)
-        if incremental:
-            continue
-        if guard is not None and guard.update(loss) and guard.best_snapshot is not None:
-            restore(state, guard.best_snapshot)
-            outcome.unstable = True
-            _warn(
-                f"{name}: the training objective per example (loss_curve_) rose "
-                f"from {guard.best:.4g} to {loss:.4g} and stayed up for {guard.n_above} epochs (epoch "
-                f"{state.n_iter}): training stopped and the "
-                f"posterior reverted to the end of its best epoch. The step sizes are likely too "
-                f"large for this problem ({family.step_sizes()}); "
-                "lower them, or use early_stopping.",
-                ConvergenceWarning,
-            )
-            break
-        if val_stop is not None and validation is not None:
-            score = validation(state.posterior)
-            state.validation_scores.append(score)
-            improved, stop = val_stop.update(score)
-            if improved:
-                best_val_snap = snapshot(state)
-        else:
-            stop = tol_stop.update(loss)
-            if stop and guard is not None and guard.best_snapshot is not None and loss > guard.best:
-                # the objective has not improved for n_iter_no_change epochs: keep the best
-                # epoch's posterior, not the last one (single-sample steps drift past the optimum)
-                restore(state, guard.best_snapshot)
-        if stop:
-            outcome.converged = True
+        if rules is not None and rules.stop_after_epoch(state, loss, family, outcome):
             break
     if bar is not None:
         bar.close()
-    if best_val_snap is not None and val_stop is not None:
-        restore(state, best_val_snap)
-        state.best_validation_score = val_stop.best
+    if rules is not None:
+        rules.finish(state)
     state.rng_state = gen.get_state()
     if (
         not incremental
@@ -455,10 +414,83 @@ def run_epochs(
         and not (outcome.converged or outcome.diverged or outcome.unstable or outcome.interrupted)
     ):
         _warn(
-            f"{name}: maximum iterations ({n_epochs}) reached and the optimization hasn't converged yet.",
+            f"{settings.name}: maximum iterations ({n_epochs}) reached and the optimization hasn't converged yet.",
             ConvergenceWarning,
         )
     return outcome
+
+
+def _warn_diverged(name: str, n_iter: int, family: PosteriorFamily) -> None:
+    _warn(
+        f"{name} diverged (non-finite values or weights beyond 1e8) in epoch {n_iter + 1}: "
+        f"training stopped and the posterior reverted to the end of epoch {n_iter}. "
+        f"The learning rate is likely too large ({family.step_sizes()}) or the "
+        "inputs are badly scaled; lower the learning rate, or standardise the inputs.",
+        ConvergenceWarning,
+    )
+
+
+class StoppingRules:
+    """The stopping rules of a ``fit`` (not of ``partial_fit``), fed once per epoch: the
+    :class:`RiseGuard` (off with ``kl_annealing``), then :class:`ValidationStop` with a
+    ``validation`` score (``early_stopping``), else :class:`ToleranceStop` on the objective.
+
+    :meth:`stop_after_epoch` records an epoch and restores the posterior the rule keeps;
+    :meth:`finish` restores the best validation epoch's after the last epoch.
+    """
+
+    def __init__(self, settings: LoopSettings, validation: Callable[[PosteriorTensors], float] | None) -> None:
+        self.name = settings.name
+        self.validation = validation
+        self.tol_stop = ToleranceStop(settings.tol, settings.n_iter_no_change)
+        self.val_stop = ValidationStop(settings.tol, settings.n_iter_no_change) if validation is not None else None
+        self.guard = None
+        if settings.kl_annealing is None:
+            self.guard = RiseGuard(min(RISE_PATIENCE, int(settings.n_iter_no_change)))
+        self.best_val_snap: Snapshot | None = None
+
+    def epoch_start(self, snap: Snapshot) -> None:
+        """Record the state at the start of an epoch (the end of the previous one)."""
+        if self.guard is not None:
+            self.guard.epoch_start(snap)
+
+    def stop_after_epoch(self, state: TrainingState, loss: float, family: PosteriorFamily, outcome: Outcome) -> bool:
+        """Record an epoch's objective ``loss``; True when training stops (``outcome`` says why)."""
+        guard = self.guard
+        if guard is not None and guard.update(loss) and guard.best_snapshot is not None:
+            restore(state, guard.best_snapshot)
+            outcome.unstable = True
+            _warn(
+                f"{self.name}: the training objective per example (loss_curve_) rose "
+                f"from {guard.best:.4g} to {loss:.4g} and stayed up for {guard.n_above} epochs (epoch "
+                f"{state.n_iter}): training stopped and the "
+                f"posterior reverted to the end of its best epoch. The step sizes are likely too "
+                f"large for this problem ({family.step_sizes()}); "
+                "lower them, or use early_stopping.",
+                ConvergenceWarning,
+            )
+            return True
+        if self.val_stop is not None and self.validation is not None:
+            score = self.validation(state.posterior)
+            state.validation_scores.append(score)
+            improved, stop = self.val_stop.update(score)
+            if improved:
+                self.best_val_snap = snapshot(state)
+        else:
+            stop = self.tol_stop.update(loss)
+            if stop and guard is not None and guard.best_snapshot is not None and loss > guard.best:
+                # the objective has not improved for n_iter_no_change epochs: keep the best
+                # epoch's posterior, not the last one (single-sample steps drift past the optimum)
+                restore(state, guard.best_snapshot)
+        if stop:
+            outcome.converged = True
+        return stop
+
+    def finish(self, state: TrainingState) -> None:
+        """After the last epoch: with early stopping, the best validation epoch's posterior."""
+        if self.best_val_snap is not None and self.val_stop is not None:
+            restore(state, self.best_val_snap)
+            state.best_validation_score = self.val_stop.best
 
 
 class IterateAverage:
