@@ -173,7 +173,6 @@ def iblm(
     module, layout = forward.module, forward.layout
     layers = ordered_layers(module, layout, X)
     Yt, Vt = iblm_targets(y_enc, n_classes, X.dtype)
-    K = Yt.shape[1]
     N = X.shape[0]
     B = min(int(batch_size), N)
     mean = layout.flatten_module(module).clone()
@@ -188,74 +187,102 @@ def iblm(
             Yc = Yt - (weights[:, None] * Yt).sum(0, keepdim=True) / weights.sum()
     else:
         Yc = Yt - Yt.min(0, keepdim=True).values
+    v_layer: Any = None
     for li, layer in enumerate(layers):
-        Yl = Yt if li == len(layers) - 1 else Yc
-        n_groups = math.ceil(layer.p / K)
-        local_rows = li < len(layers) - 1 and local
-        if local_rows:
-            idx = _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen)
-            rows_g = torch.randperm(N, generator=gen, device=X.device)[:B]
-            Ag = layer.patches(layer_input(module, layout, layer, mean, X[rows_g]))  # (B, T, n)
-            Aglob_sq = (Ag * Ag).reshape(-1, layer.n)
-            Vglob = None if Vt is None else Vt[rows_g].repeat_interleave(Ag.shape[1], 0)
-            Wglob = None if weights is None else weights[rows_g].repeat_interleave(Ag.shape[1], 0)
-        else:
-            idx = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:B] for _ in range(n_groups)])
-        # None until estimated, then a float (one target column) or a tensor (K,); an array at the end
-        v_layer: Any = None
-        W = torch.empty(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
-        Pd = torch.empty_like(W)
-        # Groups share one forward pass at the mean; process as many at once as
-        # keep the stacked design matrices at a few million entries.
-        Bg = idx.shape[1]  # rows per group (a local minibatch can be smaller than B)
-        per_group = (
-            Bg * layer.n * (layer.module.weight.shape[-1] * layer.module.weight.shape[-2] if layer.is_conv else 1)
+        last = li == len(layers) - 1
+        W, Pd, v_layer = _regress_layer(
+            forward, layer, mean, X, Yt if last else Yc, Vt, weights, gen, prior_precision, B, local and not last
         )
-        gchunk = max(1, (1 << 22) // max(1, per_group * K))
-        # Inputs are propagated at the (deterministic) mean, so when the groups'
-        # rows outnumber the training set, one pass over all rows is cheaper.
-        A_all = None
-        if n_groups * Bg > N and N * per_group // Bg <= (1 << 24):
-            A_all = layer.patches(layer_input(module, layout, layer, mean, X))
-        for g0 in range(0, n_groups, gchunk):
-            gs = list(range(g0, min(g0 + gchunk, n_groups)))
-            rows = idx[gs].reshape(-1)
-            if A_all is not None:
-                A = A_all[rows]
-            else:
-                A = layer.patches(layer_input(module, layout, layer, mean, X[rows]))  # (G B, T, n)
-            T = A.shape[1]
-            Xg = A.reshape(len(gs), Bg * T, layer.n)
-            Yg = Yl[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)  # (G, B T, K)
-            Vg = None if Vt is None else Vt[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)
-            Wg = None if weights is None else weights[rows].reshape(len(gs), Bg).repeat_interleave(T, 1)
-            if v_layer is None and Vt is None:
-                # one noise level per target column (regression on several targets)
-                kw = {} if Wg is None else {"weights": Wg[0]}
-                v_cols = [best_noise_variance(Xg[0], Yg[0, :, c], prior_precision, **kw) for c in range(K)]
-                v_layer = v_cols[0] if K == 1 else torch.tensor(v_cols, dtype=X.dtype, device=X.device)
-            units = list(range(gs[0] * K, min((gs[-1] + 1) * K, layer.p)))
-            gi = torch.tensor([j // K - gs[0] for j in units], device=X.device)
-            ci = torch.tensor([j % K for j in units], device=X.device)
-            Xb = Xg[gi]
-            yb = Yg[gi, :, ci]
-            vb = (v_layer if K == 1 else v_layer[ci][:, None]) if Vg is None else Vg[gi, :, ci]
-            if Wg is None:
-                m, pd = blr_solve(Xb, yb, prior_precision, vb)
-            else:
-                m, pd = blr_solve(Xb, yb, prior_precision, vb, weights=Wg[gi])
-            if local_rows:
-                # the mean from the local regression, the precision from the global minibatch
-                vg = (v_layer if K == 1 else v_layer[ci][:, None]) if Vglob is None else Vglob[:, ci].T  # (units, B T)
-                prec = 1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])
-                if Wglob is not None:
-                    prec = prec * Wglob
-                pd = prior_precision + prec @ Aglob_sq
-            W[:, units[0] : units[-1] + 1] = m.T
-            Pd[:, units[0] : units[-1] + 1] = pd.T
         layer.mat_to_flat(W, mean)
         layer.mat_to_flat(1.0 / Pd, var)
     # the output layer's evidence-maximising noise variance (regression only; per target column)
     if isinstance(v_layer, torch.Tensor):
         v_layer = v_layer.double().cpu().numpy()
     return mean, var, v_layer
+
+
+def _regress_layer(
+    forward: NetworkForward,
+    layer: KronLayer,
+    mean: Tensor,
+    X: Tensor,
+    Yl: Tensor,
+    Vt: Tensor | None,
+    weights: Tensor | None,
+    gen: torch.Generator,
+    prior_precision: float,
+    B: int,
+    local_rows: bool,
+) -> tuple[Tensor, Tensor, Any]:
+    """i-BLM's regressions of one layer (see :func:`iblm`): every output unit regressed on its
+    target column ``Yl`` (N, K) from the layer's inputs at the network's current ``mean``,
+    on local minibatches (``local_rows``, hidden layers) or random ones of ``B`` rows.
+
+    Returns ``(W, Pd, v_layer)``: the posterior means and the factorised precisions of the
+    layer's weights, both ``(n, p)``, and the noise variance the regressions used (a float
+    for one target column, a tensor (K,) for several; None with per-row variances ``Vt``).
+    """
+    module, layout = forward.module, forward.layout
+    K = Yl.shape[1]
+    N = X.shape[0]
+    n_groups = math.ceil(layer.p / K)
+    if local_rows:
+        idx = _local_minibatches(module, layout, layer, mean, X, n_groups, B, gen)
+        rows_g = torch.randperm(N, generator=gen, device=X.device)[:B]
+        Ag = layer.patches(layer_input(module, layout, layer, mean, X[rows_g]))  # (B, T, n)
+        Aglob_sq = (Ag * Ag).reshape(-1, layer.n)
+        Vglob = None if Vt is None else Vt[rows_g].repeat_interleave(Ag.shape[1], 0)
+        Wglob = None if weights is None else weights[rows_g].repeat_interleave(Ag.shape[1], 0)
+    else:
+        idx = torch.stack([torch.randperm(N, generator=gen, device=X.device)[:B] for _ in range(n_groups)])
+    # None until estimated, then a float (one target column) or a tensor (K,); an array at the end
+    v_layer: Any = None
+    W = torch.empty(layer.n, layer.p, dtype=mean.dtype, device=mean.device)
+    Pd = torch.empty_like(W)
+    # Groups share one forward pass at the mean; process as many at once as
+    # keep the stacked design matrices at a few million entries.
+    Bg = idx.shape[1]  # rows per group (a local minibatch can be smaller than B)
+    per_group = Bg * layer.n * (layer.module.weight.shape[-1] * layer.module.weight.shape[-2] if layer.is_conv else 1)
+    gchunk = max(1, (1 << 22) // max(1, per_group * K))
+    # Inputs are propagated at the (deterministic) mean, so when the groups'
+    # rows outnumber the training set, one pass over all rows is cheaper.
+    A_all = None
+    if n_groups * Bg > N and N * per_group // Bg <= (1 << 24):
+        A_all = layer.patches(layer_input(module, layout, layer, mean, X))
+    for g0 in range(0, n_groups, gchunk):
+        gs = list(range(g0, min(g0 + gchunk, n_groups)))
+        rows = idx[gs].reshape(-1)
+        if A_all is not None:
+            A = A_all[rows]
+        else:
+            A = layer.patches(layer_input(module, layout, layer, mean, X[rows]))  # (G B, T, n)
+        T = A.shape[1]
+        Xg = A.reshape(len(gs), Bg * T, layer.n)
+        Yg = Yl[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)  # (G, B T, K)
+        Vg = None if Vt is None else Vt[rows].reshape(len(gs), Bg, K).repeat_interleave(T, 1)
+        Wg = None if weights is None else weights[rows].reshape(len(gs), Bg).repeat_interleave(T, 1)
+        if v_layer is None and Vt is None:
+            # one noise level per target column (regression on several targets)
+            kw = {} if Wg is None else {"weights": Wg[0]}
+            v_cols = [best_noise_variance(Xg[0], Yg[0, :, c], prior_precision, **kw) for c in range(K)]
+            v_layer = v_cols[0] if K == 1 else torch.tensor(v_cols, dtype=X.dtype, device=X.device)
+        units = list(range(gs[0] * K, min((gs[-1] + 1) * K, layer.p)))
+        gi = torch.tensor([j // K - gs[0] for j in units], device=X.device)
+        ci = torch.tensor([j % K for j in units], device=X.device)
+        Xb = Xg[gi]
+        yb = Yg[gi, :, ci]
+        vb = (v_layer if K == 1 else v_layer[ci][:, None]) if Vg is None else Vg[gi, :, ci]
+        if Wg is None:
+            m, pd = blr_solve(Xb, yb, prior_precision, vb)
+        else:
+            m, pd = blr_solve(Xb, yb, prior_precision, vb, weights=Wg[gi])
+        if local_rows:
+            # the mean from the local regression, the precision from the global minibatch
+            vg = (v_layer if K == 1 else v_layer[ci][:, None]) if Vglob is None else Vglob[:, ci].T  # (units, B T)
+            prec = 1.0 / torch.as_tensor(vg, dtype=W.dtype, device=W.device).expand(len(units), Aglob_sq.shape[0])
+            if Wglob is not None:
+                prec = prec * Wglob
+            pd = prior_precision + prec @ Aglob_sq
+        W[:, units[0] : units[-1] + 1] = m.T
+        Pd[:, units[0] : units[-1] + 1] = pd.T
+    return W, Pd, v_layer
