@@ -27,7 +27,7 @@ Besides bad input and extreme parameters, three categories of a fit's surroundin
   class or target), 5 epochs by ``partial_fit`` with ``n_samples_total``, must end
   sensible or warn; a stream of 30 rows in all must warn that it is too short to trust;
 - ``resource``: fits far above the memory limit (a layer of 2e8 units, SLANG's
-  ``rank=1e6``, noisy K-FAC on 20,000 features or a layer of 300,000 units,
+  ``rank=1e6`` on two layers of 1000 units, noisy K-FAC on 20,000 features or a layer of 300,000 units,
   BayesianLinearRegression on 100,000 features) must be refused with a clear error, and
   predicting 300,000 rows must equal predicting each row's chunk.
 
@@ -42,7 +42,9 @@ from __future__ import annotations
 
 import argparse
 import collections
+import sys
 import tempfile
+import time
 import warnings
 
 import numpy as np
@@ -414,7 +416,10 @@ def _resource_cases(cls, params, is_clf):
         cases.append(("a layer of 2e8 units", fit(cls(**{**params, "hidden_layer_sizes": (200_000_000,)}), X, y)))
         if "rank" in cls().get_params():
             cases.append(
-                ("rank=1e6, 1000 units", fit(cls(**{**params, "hidden_layer_sizes": (1000,), "rank": 10**6}), X, y))
+                (
+                    "rank=1e6, 1000-1000 units",
+                    fit(cls(**{**params, "hidden_layer_sizes": (1000, 1000), "rank": 10**6}), X, y),
+                )
             )
         if "KFAC" in cls.__name__:
             wide = rng.standard_normal((20, 20_000))
@@ -426,9 +431,15 @@ def _resource_cases(cls, params, is_clf):
     return cases
 
 
-def run_category(cases):
-    """``(case name, outcome, detail)`` of each ``(name, fn)``."""
-    return [(name,) + _outcome_of(fn) for name, fn in cases]
+def run_category(cases, label=""):
+    """``(case name, outcome, detail)`` of each ``(name, fn)``; each case's outcome and time
+    go to stderr as it ends, so that a long run shows its progress."""
+    out = []
+    for name, fn in cases:
+        start = time.perf_counter()
+        out.append((name,) + _outcome_of(fn))
+        print(f"{label} | {name} | {out[-1][1]} | {time.perf_counter() - start:.1f} s", file=sys.stderr, flush=True)
+    return out
 
 
 #: The categories ``--categories`` chooses from: bad data, extreme parameters (with predicting
@@ -473,9 +484,9 @@ def main():
             extra += [("dtype", c) for c in _dtype_cases(cls, params, is_clf)]
         # streams and resource limits
         if "stream" in run:
-            extra += [("stream", c) for c in run_category(_stream_cases(cls, params, is_clf))]
+            extra += [("stream", c) for c in run_category(_stream_cases(cls, params, is_clf), name)]
         if "resource" in run:
-            extra += [("resource", c) for c in run_category(_resource_cases(cls, params, is_clf))]
+            extra += [("resource", c) for c in run_category(_resource_cases(cls, params, is_clf), name)]
         for cat, (case, outcome, detail) in extra:
             counts[outcome] += 1
             category[cat][outcome] += 1

@@ -216,7 +216,8 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         if int(self.rank) > max(D, DEFAULT_RANK):  # the default is clipped silently on tiny networks
             _warn(
                 f"rank={self.rank} exceeds the number of weights of the network ({D}); using "
-                f"rank={D}, a full-Gaussian posterior (pass rank <= {D} to silence this warning).",
+                f"rank={D}, a full-Gaussian posterior whose every step factorises a {D} x {D} matrix "
+                f"(pass rank <= {D} to silence this warning).",
                 UserWarning,
             )
         if precision is None:
