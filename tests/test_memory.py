@@ -189,7 +189,7 @@ def test_prediction_in_row_chunks_equals_one_chunk(Est, monkeypatch):
     assert est._chunk_rows() == 2048
     chunked = results()
     for m in methods:
-        if m == "log_likelihood":  # the average of the chunks' averages
+        if m == "log_likelihood":  # the mean of the per-row densities the chunks wrote
             assert chunked[m] == pytest.approx(whole[m], rel=50 * eps)
         else:
             np.testing.assert_array_equal(chunked[m], whole[m])
