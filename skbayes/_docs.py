@@ -74,7 +74,7 @@ PARAMS: dict[str, Entry] = {
         Step size of the mean update.""",
     ),
     "kl_weight": E(
-        "float",
+        "float or 'auto'",
         """
         Tempering weight ``w > 0``: the fit maximises
         ``E_q[log p(y | X, theta)] - w KL(q || prior)``. ``w = 1`` is the exact
@@ -87,7 +87,8 @@ PARAMS: dict[str, Entry] = {
         the optimum has precision ``prior_precision I + H / w`` (``H`` the data's
         Gauss-Newton matrix), the same mean as the prior
         ``w * prior_precision`` gives, and ``w`` times its covariance. See
-        :ref:`Tempering <tempering-section>` in the SLANG page of the documentation.""",
+        :ref:`Tempering <tempering-section>` in the SLANG page of the documentation.
+        'auto' is the value the defaults protocol chose for this estimator: {auto_kl_weight}""",
     ),
     "max_iter": E(
         "'auto' or int",
@@ -234,7 +235,7 @@ PARAMS: dict[str, Entry] = {
         <threads-section>` of the documentation.""",
     ),
     "predictive": E(
-        "{'sampled', 'glm'}",
+        "{'sampled', 'glm', 'auto'}",
         """
         How predictions integrate over the posterior. 'sampled': Monte Carlo over
         ``predict_samples`` weight samples. 'glm': the network linearised at the
@@ -246,7 +247,8 @@ PARAMS: dict[str, Entry] = {
         density; classifiers take the probit approximation of the expected sigmoid
         (two classes) or of every pairwise difference of the logits; ``sample_y``, ``sample_outputs`` and the
         classifiers' ``predict_std`` use ``predict_samples`` draws of the Gaussian
-        outputs. Can be changed with ``set_params`` after fitting.""",
+        outputs. 'auto' is the predictive the defaults protocol chose for this
+        estimator: {auto_predictive} Can be changed with ``set_params`` after fitting.""",
     ),
 }
 
@@ -351,6 +353,16 @@ def _format(name: str, entry: Entry, default: Any = inspect.Parameter.empty) -> 
     return head + "\n" + textwrap.indent(entry.text, "    ")
 
 
+def _auto_by_size_text(cls: type[Any], name: str) -> str:
+    """What ``'auto'`` stands for in parameter ``name`` of ``cls`` (its ``_auto_by_size``)."""
+    from ._memory import LARGE_NETWORK_WEIGHTS
+
+    small, large = cls._auto_by_size[name]
+    if small == large:
+        return f"{small!r} on every network."
+    return f"{small!r} on networks of fewer than {LARGE_NETWORK_WEIGHTS:,} weights, {large!r} on larger ones."
+
+
 def parameters_section(cls: type[Any]) -> str:
     """The Parameters entries of ``cls``, in signature order, defaults from the signature."""
     family = getattr(cls, "_family", None)
@@ -364,6 +376,9 @@ def parameters_section(cls: type[Any]) -> str:
             raise KeyError(f"no docstring entry for parameter {name!r} of {cls.__name__}")
         if "{auto}" in entry.text:  # the class's 'auto' minibatch size
             entry = Entry(entry.type, entry.text.replace("{auto}", str(cls._auto_batch_size)))
+        key = "{auto_" + name + "}"
+        if key in entry.text:  # the class's 'auto' value by network size
+            entry = Entry(entry.type, entry.text.replace(key, _auto_by_size_text(cls, name)))
         out.append(_format(name, entry, p.default))
     return "\n".join(out)
 

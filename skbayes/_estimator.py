@@ -66,6 +66,8 @@ _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 #: Column standard deviations outside this range trigger an ``InputScaleWarning``.
 INPUT_SCALE = (1e-3, 1e3)
 
+LARGE_NETWORK_WEIGHTS = _memory.LARGE_NETWORK_WEIGHTS
+
 #: A classifier warns that ``y`` looks like a regression target when its labels are numbers,
 #: more than ``REGRESSION_LIKE_CLASSES`` classes, with fewer than ``REGRESSION_LIKE_ROWS`` rows each.
 REGRESSION_LIKE_CLASSES, REGRESSION_LIKE_ROWS = 20, 5
@@ -230,6 +232,10 @@ class BayesianNetwork(BaseEstimator):
     _auto_batch_size: int = 64
     #: Class attributes passed to the family as fixed parameters (e.g. VOGN's ``rank``).
     _fixed_params: tuple[str, ...] = ()
+    #: What ``'auto'`` means for ``kl_weight`` and ``predictive``: ``(small, large)``, the values
+    #: the defaults protocol chose for networks of fewer than :data:`LARGE_NETWORK_WEIGHTS`
+    #: weights and for larger ones (docs/uncertainty.md, "Defaults chosen by the protocol").
+    _auto_by_size: dict[str, tuple[Any, Any]] = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "sampled")}
 
     # The fitted state, declared for the type checker (set by ``_initialize`` and the fits;
     # the loop trains the part in ``_loop.TrainingState``).
@@ -270,7 +276,7 @@ class BayesianNetwork(BaseEstimator):
         "dtype": [Check(_is_supported_dtype, "'float32' or 'float64'")],
         "verbose": [BOOLEAN, Interval(numbers.Integral, 0, None, closed="left")],
         "n_threads": [NONE, Interval(numbers.Integral, 1, 2**31 - 1, closed="both")],
-        "predictive": [Options(("sampled", "glm"))],
+        "predictive": [Options(("sampled", "glm", "auto"))],
     }
 
     # --- persistence: tensors and modules as numpy arrays (pickle and skops.io) ---------
@@ -305,15 +311,47 @@ class BayesianNetwork(BaseEstimator):
             for k in reversed(cls.__mro__)
             if "_parameter_constraints" in k.__dict__
         ]
-        return merged_constraints(*tables, cls._family.parameter_constraints)
+        merged = merged_constraints(*tables, cls._family.parameter_constraints)
+        if "kl_weight" in merged:  # resolved by the estimator before its family sees it
+            merged["kl_weight"] = [*merged["kl_weight"], Options(("auto",))]
+        return merged
 
     def _validate_params(self) -> None:
         validate_params(type(self).__name__, self.get_params(deep=False), self._constraints())
 
-    def _make_family(self) -> PosteriorFamily:
+    def _make_family(self, n_weights: int | None = None) -> PosteriorFamily:
+        """The family of the current parameters, ``'auto'`` values resolved for a network of
+        ``n_weights`` weights (None: the fitted network's; before a fit, a small one)."""
+        if n_weights is None:
+            n_weights = int(self.posterior_.n_params) if hasattr(self, "posterior_") else 0
         params = self.get_params(deep=False)
         params.update({k: getattr(self, k) for k in self._fixed_params})
+        if params.get("kl_weight") == "auto":
+            params["kl_weight"] = self._resolve_auto("kl_weight", n_weights)
         return self._family(params)
+
+    def _resolve_auto(self, name: str, n_weights: int) -> Any:
+        """The value ``'auto'`` stands for in parameter ``name`` on a network of ``n_weights``
+        weights: the protocol's small-network value below :data:`LARGE_NETWORK_WEIGHTS`, its
+        large-network value from there on."""
+        small, large = self._auto_by_size[name]
+        return large if n_weights >= LARGE_NETWORK_WEIGHTS else small
+
+    def _n_weights(self, X: np.ndarray, reset: bool) -> int:
+        """The number of weights of the network a fit on ``X`` trains (before it is built)."""
+        if not reset and hasattr(self, "posterior_"):
+            return int(self.posterior_.n_params)
+        n_outputs = self._make_likelihood().n_outputs
+        if self.module is None:
+            return _memory.n_params(_memory.mlp_layers(X.shape[1], self._hidden_layer_sizes(), n_outputs))
+        net = self.module if isinstance(self.module, nn.Module) else None
+        if net is None:
+            try:  # a module factory: built on the 'meta' device, which allocates nothing
+                with torch.device("meta"):
+                    net = make_module(self.module, X.shape[1], n_outputs)
+            except Exception:  # noqa: BLE001 - a module that cannot be built on 'meta' counts as small
+                return 0
+        return sum(p.numel() for p in net.parameters())
 
     def _hidden_layer_sizes(self) -> tuple[int, ...]:
         hls = self.hidden_layer_sizes
@@ -642,7 +680,8 @@ class BayesianNetwork(BaseEstimator):
             self._warn_input_scale(X)
         self._prepare_targets(y, first=reset, classes=classes, sample_weight=sw)
         y_enc = self._encode_targets(y)
-        family = self._make_family()
+        auto = getattr(self, "kl_weight", None) == "auto"  # sized only when needed: a factory is built for it
+        family = self._make_family(self._n_weights(X, reset) if auto else None)
         self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
         if reset:
             self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
@@ -988,8 +1027,12 @@ class BayesianNetwork(BaseEstimator):
     def _uses_glm(self) -> bool:
         """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
         value = getattr(self, "predictive", "sampled")  # estimators without the parameter sample
-        validate_params(type(self).__name__, {"predictive": value}, {"predictive": [Options(("sampled", "glm"))]})
-        return value == "glm"
+        validate_params(
+            type(self).__name__, {"predictive": value}, {"predictive": [Options(("sampled", "glm", "auto"))]}
+        )
+        if value == "auto":
+            value = self._resolve_auto("predictive", int(self.posterior_.n_params))
+        return bool(value == "glm")
 
     def _glm_moments_t(self, Xt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Mean ``(n, k)`` and covariance ``(n, k, k)`` of the linearised network's outputs."""

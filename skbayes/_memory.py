@@ -26,6 +26,12 @@ from .exceptions import MemoryLimitError
 #: Memory, in bytes, that one chunk of prediction rows may use for its network outputs.
 PREDICT_CHUNK_BYTES = 64 * 2**20
 
+#: Networks of at least this many weights take the large-network value of a ``kl_weight`` or
+#: ``predictive`` set to ``'auto'``. It lies between the networks of the protocol's two
+#: classification groups: at most 3,760 weights on the small sets (digits, 64-50-10) and
+#: 79,510 on the Fashion-MNIST subset (784-100-10); not a measured optimum.
+LARGE_NETWORK_WEIGHTS = 20_000
+
 
 @dataclass
 class MemoryPart:

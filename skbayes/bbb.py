@@ -21,6 +21,8 @@ of the documentation.
 
 class BBBRegressor(BayesianNetworkRegressor):
     _family = BBBFamily
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (0.1, 0.1), "predictive": ("glm", "glm")}
 
     def __init__(
         self,
@@ -58,6 +60,8 @@ class BBBRegressor(BayesianNetworkRegressor):
 
 class BBBClassifier(BayesianNetworkClassifier):
     _family = BBBFamily
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (0.1, 0.3), "predictive": ("glm", "glm")}
 
     def __init__(
         self,
@@ -66,7 +70,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         activation="relu",
         module=None,
         prior_precision=1.0,
-        kl_weight=0.1,
+        kl_weight="auto",
         local_reparam=True,
         learning_rate=0.01,
         max_iter="auto",

@@ -119,6 +119,8 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
 class NoisyEKFACRegressor(BayesianNetworkRegressor):
     _family = EKFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("sampled", "sampled")}
 
     def __init__(
         self,
@@ -166,6 +168,8 @@ class NoisyEKFACRegressor(BayesianNetworkRegressor):
 class NoisyEKFACClassifier(BayesianNetworkClassifier):
     _family = EKFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (1.0, 0.1), "predictive": ("sampled", "glm")}
 
     def __init__(
         self,
@@ -176,7 +180,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
         learning_rate=0.01,
         factor_decay=0.05,
         scale_decay=0.05,
-        kl_weight=1.0,
+        kl_weight="auto",
         prior_precision=1.0,
         damping=0.1,
         momentum=0.9,
@@ -203,7 +207,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="sampled",
+        predictive="auto",
     ):
         store_init_params(locals())
 

@@ -58,6 +58,8 @@ class SLANGRegressor(BayesianNetworkRegressor):
 
 class SLANGClassifier(BayesianNetworkClassifier):
     _family = SLANGFamily
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "glm")}
 
     def __init__(
         self,
@@ -89,7 +91,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="sampled",
+        predictive="auto",
         kl_weight=1.0,
     ):
         store_init_params(locals())

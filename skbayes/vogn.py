@@ -35,6 +35,8 @@ class VOGNRegressor(BayesianNetworkRegressor):
     #: not a parameter: ``get_params`` only lists ``__init__``'s arguments.
     rank = 0
     _fixed_params = ("rank",)
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("glm", "glm")}
 
     def __init__(
         self,
@@ -77,6 +79,8 @@ class VOGNClassifier(BayesianNetworkClassifier):
     _family = SLANGFamily
     rank = 0
     _fixed_params = ("rank",)
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "glm")}
 
     def __init__(
         self,
@@ -107,7 +111,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="sampled",
+        predictive="auto",
         kl_weight=1.0,
     ):
         store_init_params(locals())

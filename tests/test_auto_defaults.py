@@ -1,0 +1,82 @@
+"""``kl_weight='auto'`` and ``predictive='auto'``: the defaults protocol's choice by network size.
+
+'auto' must train and predict exactly as the value it stands for (bit for bit), on either
+side of ``LARGE_NETWORK_WEIGHTS``; the documented values are the class's table; and where a
+default is a number or a string, 'auto' stands for that same value (one meaning per
+estimator).
+"""
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.exceptions import ConvergenceWarning
+
+from skbayes import BBBClassifier, NoisyEKFACClassifier, all_estimators
+from skbayes._estimator import LARGE_NETWORK_WEIGHTS
+from skbayes.exceptions import PoorFitWarning
+
+TEMPERED = [e.estimator for e in all_estimators(network=True) if "kl_weight" in e.estimator().get_params()]
+
+
+def _data(n=60, d=30, k=3, seed=0):
+    rng = np.random.RandomState(seed)
+    X = rng.standard_normal((n, d))
+    y = np.argmax(X[:, :k] + 0.3 * rng.standard_normal((n, k)), axis=1)
+    return X, y
+
+
+def _n_weights(d, hidden, k):
+    sizes = [d, *hidden, k]
+    return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
+
+
+@pytest.mark.parametrize("Est", [NoisyEKFACClassifier, BBBClassifier])
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_auto_equals_the_value_it_stands_for(Est, hidden):
+    X, y = _data()
+    large = _n_weights(X.shape[1], hidden, 3) >= LARGE_NETWORK_WEIGHTS
+    assert large == (hidden == (700,))
+    kl, pred = (Est._auto_by_size[name][int(large)] for name in ("kl_weight", "predictive"))
+    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = Est(**common, kl_weight="auto", predictive="auto").fit(X, y)
+        explicit = Est(**common, kl_weight=kl, predictive=pred).fit(X, y)
+    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
+    assert auto._uses_glm() == (pred == "glm")
+    # and the value matters here: the other side's value gives another fit or predictive
+    other_kl, other_pred = (Est._auto_by_size[name][1 - int(large)] for name in ("kl_weight", "predictive"))
+    if (other_kl, other_pred) != (kl, pred):
+        with warnings.catch_warnings():  # the small network's values on a large one fit poorly in 2 epochs
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", PoorFitWarning)
+            other = Est(**common, kl_weight=other_kl, predictive=other_pred).fit(X, y)
+        assert not np.array_equal(auto.predict_proba(X), other.predict_proba(X))
+
+
+def test_protocol_values_differ_by_size_where_documented():
+    """The classifiers whose defaults the image group changed: small and large values differ."""
+    changed = {
+        e.estimator.__name__
+        for e in all_estimators(network=True)
+        if "kl_weight" in e.estimator().get_params()
+        and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
+    }
+    assert changed == {"SLANGClassifier", "VOGNClassifier", "NoisyEKFACClassifier"}
+    assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (1.0, 0.1)
+    assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 0.3)
+
+
+@pytest.mark.parametrize("Est", TEMPERED, ids=lambda e: e.__name__)
+def test_auto_table_agrees_with_explicit_defaults_and_docs(Est):
+    params = Est().get_params()
+    for name in ("kl_weight", "predictive"):
+        small, large = Est._auto_by_size[name]
+        if params[name] != "auto":  # a fixed default is the protocol's value on every size
+            assert small == large == params[name], (Est.__name__, name)
+        Est(**{name: small}).get_params()  # valid values
+        Est(**{name: large}).get_params()
+    doc = Est.__doc__
+    assert "{auto_" not in doc
+    assert "'auto' is the value the defaults protocol chose for this estimator" in doc
