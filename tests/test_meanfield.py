@@ -97,7 +97,10 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
     own = {"kl_weight": 0.3, "predictive": "glm"} if Vogn is VOGNRegressor else {}
     assert {k: est.get_params()[k] for k in own} == own
-    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01, "kl_weight": 1.0, "predictive": "sampled"} == slang
+    slang_own = {"kl_weight": 1.0, "predictive": "sampled"} if Vogn is VOGNRegressor else {}
+    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01, **slang_own} == slang
+    # the classifiers both take the protocol's predictive by network size
+    assert Vogn is VOGNRegressor or Vogn._auto_by_size == Slang._auto_by_size
     with pytest.raises(ValueError, match="rank"):
         est.set_params(rank=2)
     c = clone(Vogn(prior_precision=3.0, beta=0.1))
@@ -145,9 +148,12 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
 @pytest.mark.parametrize("Est", [VadamRegressor, VadamClassifier])
 def test_vadam_shares_slangs_defaults(Est):
     """The shared parameters start from the same defaults as SLANG's (``init`` included), but
-    ``max_iter``: 200 for Vadam, whose converged posterior predicts worse (slang.md, stopping)."""
+    ``max_iter``: 200 for Vadam, whose converged posterior predicts worse (slang.md, stopping),
+    and the classifier's ``predictive``: SLANG's is 'auto' (GLM on large networks, from the
+    protocol's image group, where Vadam was not swept), Vadam's 'sampled'."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
-    own = {"method", "learning_rate", "beta1", "beta2", "max_iter"}
+    own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "predictive"}
+    assert Est().get_params()["predictive"] == "sampled"
     for name, value in Est().get_params().items():
         if name not in own:
             assert slang[name] == value, name
