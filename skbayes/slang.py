@@ -17,6 +17,8 @@ Read more in the :doc:`SLANG estimators page </slang>` of the documentation.
 
 class SLANGRegressor(BayesianNetworkRegressor):
     _family = SLANGFamily
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("sampled", "sampled")}
 
     def __init__(
         self,
@@ -51,7 +53,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
         verbose=False,
         n_threads=None,
         predictive="sampled",
-        kl_weight=1.0,
+        kl_weight=0.3,
     ):
         store_init_params(locals())
 

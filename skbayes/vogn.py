@@ -36,7 +36,7 @@ class VOGNRegressor(BayesianNetworkRegressor):
     rank = 0
     _fixed_params = ("rank",)
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("glm", "glm")}
+    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("sampled", "sampled")}
 
     def __init__(
         self,
@@ -44,7 +44,7 @@ class VOGNRegressor(BayesianNetworkRegressor):
         hidden_layer_sizes=(50,),
         activation="relu",
         module=None,
-        prior_precision=1.0,
+        prior_precision="auto",
         learning_rate=0.05,
         beta="auto",
         momentum=0.9,
@@ -69,7 +69,7 @@ class VOGNRegressor(BayesianNetworkRegressor):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="glm",
+        predictive="sampled",
         kl_weight=0.3,
     ):
         store_init_params(locals())

@@ -61,7 +61,7 @@ def _small_data(kind, n=60, seed=0):
 def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     X, y = _small_data(kind)
     kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, beta=0.05, random_state=3)
-    own = {k: Vogn().get_params()[k] for k in ("kl_weight", "predictive")}  # VOGNRegressor's are its own
+    own = {k: Vogn().get_params()[k] for k in ("kl_weight", "predictive", "prior_precision")}  # the regressor's own
     a, b = Vogn(**kw), Slang(rank=0, **kw, **own)
     for _epoch in range(4):  # 4 steps per epoch
         a.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
@@ -91,13 +91,13 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     slang.pop("rank")
     # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
     # low-rank steps need 0.01 (docs/slang.md), VOGN's precision step is 'auto' (0.05 below
-    # 100,000 weights); and the regressor's kl_weight and predictive, chosen for each by the
+    # 100,000 weights); and the regressor's kl_weight, predictive and prior, chosen for each by the
     # defaults protocol (docs/uncertainty.md)
     assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
     assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
-    own = {"kl_weight": 0.3, "predictive": "glm"} if Vogn is VOGNRegressor else {}
+    own = {"kl_weight": 0.3, "predictive": "sampled", "prior_precision": "auto"} if Vogn is VOGNRegressor else {}
     assert {k: est.get_params()[k] for k in own} == own
-    slang_own = {"kl_weight": 1.0, "predictive": "sampled"} if Vogn is VOGNRegressor else {}
+    slang_own = {k: slang[k] for k in own}
     assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01, **slang_own} == slang
     # the classifiers both take the protocol's predictive by network size
     assert Vogn is VOGNRegressor or Vogn._auto_by_size == Slang._auto_by_size
@@ -150,10 +150,11 @@ def test_vadam_shares_slangs_defaults(Est):
     """The shared parameters start from the same defaults as SLANG's (``init`` included), but
     ``max_iter``: 200 for Vadam, whose converged posterior predicts worse (slang.md, stopping),
     and the classifier's ``predictive``: SLANG's is 'auto' (GLM on large networks, from the
-    protocol's image group, where Vadam was not swept), Vadam's 'sampled'."""
+    protocol's image group, where Vadam was not swept), Vadam's 'sampled'; and the regressor's
+    ``kl_weight``: the protocol chose 0.3 for SLANG's and 1 for Vadam's."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
-    own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "predictive"}
-    assert Est().get_params()["predictive"] == "sampled"
+    own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "predictive", "kl_weight"}
+    assert Est().get_params()["predictive"] == "sampled" and Est().get_params()["kl_weight"] == 1.0
     for name, value in Est().get_params().items():
         if name not in own:
             assert slang[name] == value, name

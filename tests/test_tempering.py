@@ -278,15 +278,15 @@ def test_every_gaussian_family_has_kl_weight_and_rejects_bad_values(Est):
 #: fewer than LARGE_NETWORK_WEIGHTS weights and on larger ones (the image classification group)
 PROTOCOL_DEFAULTS = {
     SLANGClassifier: ((1.0, "sampled"), (1.0, "glm")),
-    SLANGRegressor: ((1.0, "sampled"), (1.0, "sampled")),
+    SLANGRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     VOGNClassifier: ((1.0, "sampled"), (1.0, "glm")),
-    VOGNRegressor: ((0.3, "glm"), (0.3, "glm")),
+    VOGNRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     NoisyKFACClassifier: ((1.0, "sampled"), (1.0, "sampled")),
     NoisyKFACRegressor: ((1.0, "sampled"), (1.0, "sampled")),
     NoisyEKFACClassifier: ((1.0, "sampled"), (0.1, "glm")),
     NoisyEKFACRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     BBBClassifier: ((0.1, "glm"), (0.3, "glm")),
-    BBBRegressor: ((0.1, "glm"), (0.1, "glm")),
+    BBBRegressor: ((0.3, "glm"), (0.3, "glm")),
 }
 
 
