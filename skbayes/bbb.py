@@ -22,7 +22,7 @@ of the documentation.
 class BBBRegressor(BayesianNetworkRegressor):
     _family = BBBFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("glm", "glm")}
+    _auto_by_size = {"kl_weight": (0.1, 0.1), "predictive": ("glm", "glm")}
 
     def __init__(
         self,
@@ -31,7 +31,7 @@ class BBBRegressor(BayesianNetworkRegressor):
         activation="relu",
         module=None,
         prior_precision=1.0,
-        kl_weight=0.3,
+        kl_weight=0.1,
         local_reparam=True,
         learning_rate=0.01,
         max_iter="auto",

@@ -286,7 +286,7 @@ PROTOCOL_DEFAULTS = {
     NoisyEKFACClassifier: ((1.0, "sampled"), (0.1, "glm")),
     NoisyEKFACRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     BBBClassifier: ((0.1, "glm"), (0.3, "glm")),
-    BBBRegressor: ((0.3, "glm"), (0.3, "glm")),
+    BBBRegressor: ((0.1, "glm"), (0.1, "glm")),
 }
 
 
