@@ -344,13 +344,9 @@ class BayesianNetwork(BaseEstimator):
         n_outputs = self._make_likelihood().n_outputs
         if self.module is None:
             return _memory.n_params(_memory.mlp_layers(X.shape[1], self._hidden_layer_sizes(), n_outputs))
-        net = self.module if isinstance(self.module, nn.Module) else None
-        if net is None:
-            try:  # a module factory: built on the 'meta' device, which allocates nothing
-                with torch.device("meta"):
-                    net = make_module(self.module, X.shape[1], n_outputs)
-            except Exception:  # noqa: BLE001 - a module that cannot be built on 'meta' counts as small
-                return 0
+        net = self._custom_network(X.shape[1], n_outputs, fitted=False)
+        if net is None:  # a module that cannot be built on 'meta' counts as small
+            return 0
         return sum(p.numel() for p in net.parameters())
 
     def _hidden_layer_sizes(self) -> tuple[int, ...]:
@@ -790,16 +786,25 @@ class BayesianNetwork(BaseEstimator):
         'meta' device, which allocates nothing); None when they cannot be known."""
         if self.module is None:
             return _memory.mlp_layers(n_features, self._hidden_layer_sizes(), n_outputs)
-        net = self.__dict__.get("module_")
+        net = self._custom_network(n_features, n_outputs, fitted=True)
+        if net is None:  # a module that cannot be built on 'meta': checked when built
+            return None
+        return _memory.module_layers(net) or None
+
+    def _custom_network(self, n_features: int, n_outputs: int, fitted: bool) -> nn.Module | None:
+        """The custom ``module`` without building it for real: the fitted one (when ``fitted``),
+        the instance, or the callable's module built on the 'meta' device, which allocates
+        nothing; None when it cannot be built there."""
+        net = self.__dict__.get("module_") if fitted else None
         if net is None and isinstance(self.module, nn.Module):
             net = self.module
         if net is None:
             try:
                 with torch.device("meta"):
                     net = make_module(self.module, n_features, n_outputs)
-            except Exception:  # a module that cannot be built on 'meta': checked when built
+            except Exception:  # noqa: BLE001 - any failure means the size is unknown here
                 return None
-        return _memory.module_layers(net) or None
+        return net
 
     def _fit_memory_parts(
         self, X: np.ndarray, family: PosteriorFamily, continuing: bool = False, incremental: bool = False
@@ -1027,9 +1032,8 @@ class BayesianNetwork(BaseEstimator):
     def _uses_glm(self) -> bool:
         """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
         value = getattr(self, "predictive", "sampled")  # estimators without the parameter sample
-        validate_params(
-            type(self).__name__, {"predictive": value}, {"predictive": [Options(("sampled", "glm", "auto"))]}
-        )
+        allowed = {"predictive": BayesianNetwork._parameter_constraints["predictive"]}
+        validate_params(type(self).__name__, {"predictive": value}, allowed)
         if value == "auto":
             value = self._resolve_auto("predictive", int(self.posterior_.n_params))
         return bool(value == "glm")
