@@ -100,8 +100,11 @@ PARAMS: dict[str, Entry] = {
         and at most 1000 epochs: the methods' step sizes and moving averages count
         steps, and a small data set has few steps per epoch (diabetes at the default
         minibatch: 6, so 1000 epochs). It is the default of every network estimator
-        but Vadam/Vprop, whose fits stop by their rule under it but predict worse
-        than at 200 epochs (see :ref:`Stopping <stopping-section>` in the SLANG page).
+        but Vadam/Vprop, which train a budget of 200 epochs (``tol=None``): their
+        precision, a moving average of squared minibatch gradients, relaxes towards
+        the prior over thousands of steps, and the converged posterior predicts
+        worse than the one at 200 epochs (see :ref:`Stopping <stopping-section>` in
+        the SLANG page).
         ``0`` only initialises the posterior (see ``init``) and trains no epoch.""",
     ),
     "batch_size": E(
@@ -193,10 +196,13 @@ PARAMS: dict[str, Entry] = {
         validation score with ``early_stopping``) before training stops.""",
     ),
     "tol": E(
-        "float",
+        "float or None",
         """
         Minimum improvement of the per-example training objective (or of the
-        validation log-likelihood) that counts.""",
+        validation log-likelihood) that counts. ``None``: no tolerance rule; the
+        fit trains ``max_iter`` epochs and does not warn when it reaches them (as
+        scikit-learn's ``SGDClassifier``), and with ``early_stopping`` keeps the
+        best validation epoch without stopping early.""",
     ),
     "random_state": E(
         "int, RandomState instance or None",

@@ -268,7 +268,7 @@ class BayesianNetwork(BaseEstimator):
         "early_stopping": [BOOLEAN],
         "validation_fraction": [Interval(numbers.Real, 0, 1, closed="neither")],
         "n_iter_no_change": _POSITIVE_INT,
-        "tol": [Interval(numbers.Real, 0, None, closed="left")],
+        "tol": [NONE, Interval(numbers.Real, 0, None, closed="left")],
         "random_state": [RANDOM_STATE],
         "device": [
             Check(_is_available_device, "a torch device available on this machine ('cpu', or 'cuda' with a GPU)")
@@ -772,7 +772,7 @@ class BayesianNetwork(BaseEstimator):
         return _loop.LoopSettings(
             name=type(self).__name__,
             batch_size=self._batch_size(n_rows),
-            tol=float(self.tol),
+            tol=None if self.tol is None else float(self.tol),
             n_iter_no_change=int(self.n_iter_no_change),
             kl_annealing=self.kl_annealing,
             mc_samples=int(self.mc_samples),

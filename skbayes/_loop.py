@@ -54,10 +54,11 @@ MAX_ABS_WEIGHT = 1e8
 
 
 class ToleranceStop:
-    """Stop when the objective has not improved by ``tol`` for ``patience`` epochs."""
+    """Stop when the objective has not improved by ``tol`` for ``patience`` epochs
+    (never with ``tol=None``)."""
 
-    def __init__(self, tol: float, patience: int) -> None:
-        self.tol, self.patience = float(tol), int(patience)
+    def __init__(self, tol: float | None, patience: int) -> None:
+        self.tol, self.patience = (-math.inf if tol is None else float(tol)), int(patience)
         self.best, self.no_improve = np.inf, 0
 
     def update(self, loss: float) -> bool:
@@ -68,10 +69,11 @@ class ToleranceStop:
 
 
 class ValidationStop:
-    """Stop when a validation score has not improved by ``tol`` for ``patience`` epochs."""
+    """Stop when a validation score has not improved by ``tol`` for ``patience`` epochs
+    (never with ``tol=None``: the best epoch is still tracked)."""
 
-    def __init__(self, tol: float, patience: int) -> None:
-        self.tol, self.patience = float(tol), int(patience)
+    def __init__(self, tol: float | None, patience: int) -> None:
+        self.tol, self.patience = (-math.inf if tol is None else float(tol)), int(patience)
         self.best, self.no_improve = -np.inf, 0
 
     def update(self, score: float) -> tuple[bool, bool]:
@@ -140,8 +142,9 @@ class LoopSettings:
         The estimator's class name, for warnings and the progress bar.
     batch_size : int
         Minibatch rows (at most the number of training rows).
-    tol : float
-        Smallest improvement of the objective (or of the validation score) that counts.
+    tol : float or None
+        Smallest improvement of the objective (or of the validation score) that counts;
+        None: no tolerance rule (train ``max_iter`` epochs, without a ``ConvergenceWarning``).
     n_iter_no_change : int
         Epochs without such an improvement before training stops.
     kl_annealing : sequence of 3 floats or None
@@ -155,7 +158,7 @@ class LoopSettings:
 
     name: str
     batch_size: int
-    tol: float
+    tol: float | None
     n_iter_no_change: int
     kl_annealing: Sequence[float] | None
     mc_samples: int
@@ -410,6 +413,7 @@ def run_epochs(
     state.rng_state = gen.get_state()
     if (
         not incremental
+        and settings.tol is not None  # tol=None: a budget of epochs, not a convergence criterion
         and n_epochs > 0
         and not (outcome.converged or outcome.diverged or outcome.unstable or outcome.interrupted)
     ):

@@ -59,6 +59,7 @@ TABLE = {
     "kl_weight": [0.5, "auto"],
     "beta": [0.01, 0.02],
     "max_iter": [3],
+    "tol": [1e-4, None],
 }
 #: ``warm_start`` is the switch under test itself.
 SWITCH = "warm_start"

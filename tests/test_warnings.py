@@ -88,15 +88,39 @@ def test_default_fits_are_quiet(name, data):
 
 
 @pytest.mark.parametrize("name, data", [("VadamRegressor", "diabetes"), ("VadamClassifier", "breast_cancer")])
-def test_max_iter_auto_lets_vadam_stop_by_its_rule(name, data):
+def test_vadam_trains_its_budget_quietly_and_auto_lets_it_stop_by_its_rule(name, data):
     # Vadam's squared-gradient average forgets its start with a time constant of
-    # 1 / (1 - beta2) = 1000 steps, 7-9 epochs of steps here: at max_iter=200 it still
-    # falls and warns; 'auto' allows the epochs of 10,000 steps (at most 1000)
+    # 1 / (1 - beta2) = 1000 steps, 7-9 epochs of steps here: at 200 epochs its objective
+    # still falls. The default (tol=None) trains that budget of 200 epochs without a
+    # warning, the same fit as with a tolerance rule that does not fire (which warns)...
     X, y = _data(data)
+    Est = getattr(skbayes, name)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        est = getattr(skbayes, name)(max_iter="auto", random_state=0).fit(X, y)
+        budget = Est(random_state=0).fit(X, y)
+    assert budget.tol is None and budget.n_iter_ == budget.max_iter == 200
+    with pytest.warns(ConvergenceWarning, match="maximum iterations"):
+        ruled = Est(tol=1e-4, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(budget.posterior_.mean, ruled.posterior_.mean)
+    # ... and 'auto' with a tolerance allows the epochs of 10,000 steps (at most 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = Est(max_iter="auto", tol=1e-4, random_state=0).fit(X, y)
     assert est.n_iter_ < 1000
+
+
+def test_tol_none_trains_max_iter_epochs_and_keeps_the_best_validation_epoch():
+    X, y = _data("breast_cancer")
+    kw = dict(hidden_layer_sizes=(8,), n_iter_no_change=2, max_iter=40, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ruled = skbayes.VOGNClassifier(**kw).fit(X, y)
+        budget = skbayes.VOGNClassifier(tol=None, **kw).fit(X, y)
+        val = skbayes.VOGNClassifier(tol=None, early_stopping=True, **kw).fit(X, y)
+    assert ruled.n_iter_ < 40 and budget.n_iter_ == 40  # the rule fires at tol=1e-4, never at None
+    np.testing.assert_array_equal(budget.loss_curve_[: ruled.n_iter_], ruled.loss_curve_)
+    assert val.n_iter_ == 40 and len(val.validation_scores_) == 40
+    assert val.best_validation_score_ == max(val.validation_scores_)
 
 
 def test_a_divergence_warning_points_at_the_callers_line():

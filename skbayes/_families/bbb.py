@@ -65,9 +65,13 @@ FIRST_ORDER_DOCS = {
         score with ``early_stopping``) before training stops.""",
     ),
     "tol": E(
-        "float",
+        "float or None",
         """
-        Minimum improvement that counts.""",
+        Minimum improvement of the per-example training objective (or of the
+        validation log-likelihood) that counts. ``None``: no tolerance rule; the
+        fit trains ``max_iter`` epochs and does not warn when it reaches them (as
+        scikit-learn's ``SGDClassifier``), and with ``early_stopping`` keeps the
+        best validation epoch without stopping early.""",
     ),
     "random_state": E(
         "int, RandomState instance or None",
