@@ -11,6 +11,7 @@ Run::
 """
 
 import argparse
+import os
 import warnings
 
 import matplotlib
@@ -32,7 +33,7 @@ def f(x):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--epochs", type=int, default=5)
-    ap.add_argument("--out", default="examples/init_comparison.png")
+    ap.add_argument("--out", default=os.path.join(os.path.dirname(os.path.abspath(__file__)), "init_comparison.png"))
     args = ap.parse_args()
     warnings.simplefilter("ignore", ConvergenceWarning)
     rng = np.random.RandomState(0)
