@@ -55,7 +55,7 @@ from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.preprocessing import StandardScaler
 
 import skbayes
-from skbayes.exceptions import InputScaleWarning, PoorFitWarning, SmallStreamWarning
+from skbayes.exceptions import InputScaleWarning, PoorFitWarning, SmallStreamWarning, StreamOrderWarning
 
 INTERNAL = ("torch", "linalg", "mat1", "size mismatch", "cholesky", "_LinAlgError", "Tensor", "CUDA")
 CLEAR = (ValueError, TypeError, NotFittedError, MemoryError)
@@ -372,7 +372,9 @@ def _stream_cases(cls, params, is_clf):
                     for s in range(0, len(rows), batch):
                         r = rows[s : s + batch]
                         est.partial_fit(X[r], y[r], **kw, **extra)
-            warned = [w for w in caught if issubclass(w.category, (SmallStreamWarning, PoorFitWarning))]
+            warned = [
+                w for w in caught if issubclass(w.category, (SmallStreamWarning, StreamOrderWarning, PoorFitWarning))
+            ]
             if n_rows is not None and n_rows < est.iblm_batch_size and not warned:
                 return False, ""  # a stream too short to trust must say so
             Xs, ys = X[rows], y[rows]

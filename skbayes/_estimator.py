@@ -58,7 +58,14 @@ from ._validation import (
     merged_constraints,
     validate_params,
 )
-from .exceptions import InputScaleWarning, NonFiniteOutputError, PoorFitWarning, SmallStreamWarning, _warn
+from .exceptions import (
+    InputScaleWarning,
+    NonFiniteOutputError,
+    PoorFitWarning,
+    SmallStreamWarning,
+    StreamOrderWarning,
+    _warn,
+)
 from .metrics import _mixture_log_density as mixture_log_density
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
@@ -676,6 +683,8 @@ class BayesianNetwork(BaseEstimator):
             self._warn_input_scale(X)
         self._prepare_targets(y, first=reset, classes=classes, sample_weight=sw)
         y_enc = self._encode_targets(y)
+        if incremental:
+            self._stream_order_add(y_enc, reset)
         auto = getattr(self, "kl_weight", None) == "auto"  # sized only when needed: a factory is built for it
         family = self._make_family(self._n_weights(X, reset) if auto else None)
         self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
@@ -707,7 +716,7 @@ class BayesianNetwork(BaseEstimator):
             family.set_stream_size(self._state, stream_size)
         on_step = self._stream_average_begin(reset, n_total, n_seen, X.shape[0]) if incremental else None
         if not incremental:  # a fit ends any stream
-            for k in ("_stream_rows", "_stream_average", "_stream_iterate"):
+            for k in ("_stream_rows", "_stream_average", "_stream_iterate", "_stream_order"):
                 self.__dict__.pop(k, None)
         state = self._training_state()
         outcome = _loop.run_epochs(
@@ -732,6 +741,7 @@ class BayesianNetwork(BaseEstimator):
         if incremental:
             self._stream_average_end(outcome)
             self._warn_small_stream()
+            self._warn_stream_order()
         self.diverged_ = outcome.diverged
         self.prior_precision_ = self._prior.as_dict()
         self._forward.layout.load_into(self.module_, self.posterior_.mean_t)
@@ -920,6 +930,41 @@ class BayesianNetwork(BaseEstimator):
             self._stream_average = before
         self._stream_iterate = self.posterior_.mean_t.clone()
         self.posterior_.mean_t = self._stream_average.value()
+
+    def _stream_order_add(self, y_enc: np.ndarray, reset: bool) -> None:
+        """Add a ``partial_fit`` call's rows (encoded targets, in arrival order; at a start,
+        every row kept so far) to the stream's runs statistics: the class of each row, or
+        for regressors the side of each target's mean."""
+        if is_classifier_face(self):
+            labels, n_levels = np.asarray(y_enc).reshape(-1, 1), len(self.classes_)
+        else:
+            y2 = np.asarray(y_enc, dtype=np.float64)
+            labels, n_levels = (y2.reshape(y2.shape[0], -1) > 0.0), 2
+        old = self.__dict__.get("_stream_order")
+        self._stream_order = _loop.stream_order_update(None if reset else old, labels, n_levels)
+        if reset and old is not None:  # a restart from the rows kept so far: warn once all the same
+            self._stream_order["warned"] = old["warned"]
+
+    def _warn_stream_order(self) -> None:
+        """Warn once per stream when its rows arrive far from a random order."""
+        state = self.__dict__.get("_stream_order")
+        if state is None or state["warned"] or state["n"] < _loop.STREAM_ORDER_MIN_ROWS:
+            return
+        z, changes, expected = _loop.stream_order_z(state)
+        if z >= -_loop.STREAM_ORDER_Z:
+            return
+        state["warned"] = True
+        what = "the class" if is_classifier_face(self) else "the side of the target's mean"
+        _warn(
+            f"{type(self).__name__}.partial_fit: the {state['n']} rows streamed so far arrive in an "
+            f"order a shuffled stream would almost never show ({what} changes {changes} times between "
+            f"consecutive rows, where a random order of the same rows gives about {expected:.0f}; "
+            f"runs test z = {z:.1f}). Each call moves the model towards the rows it holds and earlier "
+            "rows are not seen again, so a stream ordered by class or by target learns far less than "
+            "one fit on the same rows: shuffle the rows before streaming them, or collect rows until "
+            "each call holds every class.",
+            StreamOrderWarning,
+        )
 
     def _warn_small_stream(self) -> None:
         if self.__dict__.get("_stream_rows") is None:

@@ -497,6 +497,63 @@ class StoppingRules:
             state.best_validation_score = self.val_stop.best
 
 
+#: A stream's runs test (:func:`stream_order_z`) below minus this many standard deviations
+#: warns (``StreamOrderWarning``); a shuffled stream is there with probability about 1e-9.
+STREAM_ORDER_Z = 6.0
+
+#: Rows a stream must have seen before its order is judged.
+STREAM_ORDER_MIN_ROWS = 20
+
+
+def stream_order_update(state: dict[str, Any] | None, labels: np.ndarray, n_levels: int) -> dict[str, Any]:
+    """Add rows to a stream's runs statistics, in arrival order.
+
+    ``labels``: integer levels in ``[0, n_levels)`` of shape ``(n_rows, n_columns)`` (a
+    class, or the side of a target's mean per target column). ``state`` (None to start):
+    a plain dict (numpy arrays and numbers, so that it pickles and saves with skops) of
+    the rows seen ``n``, the count of each level per column, the number of changes
+    between consecutive rows per column and the last row's levels."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if state is None:
+        state = {
+            "n": 0,
+            "counts": np.zeros((labels.shape[1], n_levels), dtype=np.int64),
+            "changes": np.zeros(labels.shape[1], dtype=np.int64),
+            "last": None,
+            "warned": False,
+        }
+    if labels.shape[0] == 0:
+        return state
+    seq = labels if state["last"] is None else np.vstack([state["last"][None, :], labels])
+    state["changes"] = state["changes"] + (seq[1:] != seq[:-1]).sum(0)
+    for j in range(labels.shape[1]):
+        state["counts"][j] += np.bincount(labels[:, j], minlength=n_levels)
+    state["n"] = int(state["n"]) + labels.shape[0]
+    state["last"] = labels[-1].copy()
+    return state
+
+
+def stream_order_z(state: dict[str, Any]) -> tuple[float, int, float]:
+    """The runs test of the column furthest below a random order: ``(z, changes, expected)``.
+
+    ``changes``: the changes between consecutive rows; ``expected``: their mean under a
+    random order of the same rows, ``(n - 1) q`` with ``q = 1 - sum_k n_k (n_k - 1) / (n (n - 1))``;
+    ``z``: their difference in units of the binomial standard deviation
+    ``sqrt((n - 1) q (1 - q))``. ``(0, 0, 0)`` while every column has a single level."""
+    n = int(state["n"])
+    if n < 2:
+        return 0.0, 0, 0.0
+    counts = state["counts"].astype(np.float64)
+    q = 1.0 - (counts * (counts - 1.0)).sum(1) / (n * (n - 1.0))
+    var = (n - 1.0) * q * (1.0 - q)
+    cols = np.flatnonzero(var > 0)
+    if cols.size == 0:
+        return 0.0, 0, 0.0
+    z = (state["changes"][cols] - (n - 1.0) * q[cols]) / np.sqrt(var[cols])
+    k = int(cols[np.argmin(z)])
+    return float(z.min()), int(state["changes"][k]), float((n - 1.0) * q[k])
+
+
 class IterateAverage:
     """Weighted average of the posterior means a stream's steps visit (Polyak-Ruppert
     averaging): ``sum_k w_k mu_k / sum_k w_k``. Plain tensor and float, so it deep-copies

@@ -14,6 +14,7 @@ __all__ = [
     "NonFiniteOutputError",
     "PoorFitWarning",
     "SmallStreamWarning",
+    "StreamOrderWarning",
     "UnsupportedLayerError",
 ]
 
@@ -67,6 +68,22 @@ class SmallStreamWarning(UserWarning):
     re-initialises the model from all the rows seen so far (the target scaling of
     the regressors and the i-BLM start need more than a handful of rows); a model
     fitted on so few rows is not to be trusted.
+    """
+
+
+class StreamOrderWarning(UserWarning):
+    """The rows given to ``partial_fit`` arrive far from a random order.
+
+    A shuffled stream would almost never show such long runs of one class
+    (classifiers), or of targets on one side of their mean (regressors).
+
+    Each ``partial_fit`` call moves the model towards the rows it holds, and earlier
+    calls' rows are not seen again, so a stream ordered by class or by target learns
+    far less than one ``fit`` on the same rows. Raised once per stream, when a runs test
+    on the arrival order (the number of changes of class, or of side of the mean,
+    between consecutive rows) falls more than 6 standard deviations below its
+    expectation under a random order. Shuffle the rows before streaming them,
+    or collect rows until each call holds every class.
     """
 
 
