@@ -676,6 +676,7 @@ class BayesianNetwork(BaseEstimator):
         sw = None
         if sample_weight is not None:
             X, y, sw = self._check_sample_weight(sample_weight, X, y)
+        n_call = X.shape[0]  # this call's rows (a restarted start prepends the rows kept so far)
         if incremental:
             n_total = self._stream_total(n_samples_total)
             X, y, sw, reset, classes = self._stream_start(X, y, sw, reset, classes)
@@ -684,7 +685,7 @@ class BayesianNetwork(BaseEstimator):
         self._prepare_targets(y, first=reset, classes=classes, sample_weight=sw)
         y_enc = self._encode_targets(y)
         if incremental:
-            self._stream_order_add(y_enc, reset)
+            self._stream_order_add(y[X.shape[0] - n_call :], y_enc[X.shape[0] - n_call :])
         auto = getattr(self, "kl_weight", None) == "auto"  # sized only when needed: a factory is built for it
         family = self._make_family(self._n_weights(X, reset) if auto else None)
         self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
@@ -931,38 +932,46 @@ class BayesianNetwork(BaseEstimator):
         self._stream_iterate = self.posterior_.mean_t.clone()
         self.posterior_.mean_t = self._stream_average.value()
 
-    def _stream_order_add(self, y_enc: np.ndarray, reset: bool) -> None:
-        """Add a ``partial_fit`` call's rows (encoded targets, in arrival order; at a start,
-        every row kept so far) to the stream's runs statistics: the class of each row, or
-        for regressors the side of each target's mean."""
+    def _stream_order_add(self, y: np.ndarray, y_enc: np.ndarray) -> None:
+        """Add a ``partial_fit`` call's rows to the stream's order statistics: a runs test of
+        the classes (classifiers, from the encoded labels) or a trend test of the targets
+        against the call number (regressors, from the targets as given)."""
+        state = self.__dict__.get("_stream_order")
         if is_classifier_face(self):
-            labels, n_levels = np.asarray(y_enc).reshape(-1, 1), len(self.classes_)
+            labels = np.asarray(y_enc).reshape(-1, 1)
+            self._stream_order = _loop.stream_order_update(state, labels, len(self.classes_))
         else:
-            y2 = np.asarray(y_enc, dtype=np.float64)
-            labels, n_levels = (y2.reshape(y2.shape[0], -1) > 0.0), 2
-        old = self.__dict__.get("_stream_order")
-        self._stream_order = _loop.stream_order_update(None if reset else old, labels, n_levels)
-        if reset and old is not None:  # a restart from the rows kept so far: warn once all the same
-            self._stream_order["warned"] = old["warned"]
+            y2 = np.asarray(y, dtype=np.float64)
+            self._stream_order = _loop.stream_trend_update(state, y2.reshape(y2.shape[0], -1))
 
     def _warn_stream_order(self) -> None:
         """Warn once per stream when its rows arrive far from a random order."""
         state = self.__dict__.get("_stream_order")
         if state is None or state["warned"] or state["n"] < _loop.STREAM_ORDER_MIN_ROWS:
             return
-        z, changes, expected = _loop.stream_order_z(state)
-        if z >= -_loop.STREAM_ORDER_Z:
+        if is_classifier_face(self):
+            z, changes, expected = _loop.stream_order_z(state)
+            what = (
+                f"the class changes about {changes:.0f} times between consecutive rows, where a random "
+                f"order of the same rows gives about {expected:.0f}; runs test z = {z:.1f}"
+            )
+            ordered = z < -_loop.STREAM_ORDER_Z
+        else:
+            z, r = _loop.stream_trend_z(state)
+            what = (
+                f"the targets trend with the order of the calls: correlation {r:.2f} between the call "
+                f"number and the target, where a random order gives about 0 +- {1 / math.sqrt(state['n'] - 1):.2f}"
+            )
+            ordered = z > _loop.STREAM_ORDER_Z
+        if not ordered:
             return
         state["warned"] = True
-        what = "the class" if is_classifier_face(self) else "the side of the target's mean"
         _warn(
             f"{type(self).__name__}.partial_fit: the {state['n']} rows streamed so far arrive in an "
-            f"order a shuffled stream would almost never show ({what} changes {changes} times between "
-            f"consecutive rows, where a random order of the same rows gives about {expected:.0f}; "
-            f"runs test z = {z:.1f}). Each call moves the model towards the rows it holds and earlier "
-            "rows are not seen again, so a stream ordered by class or by target learns far less than "
-            "one fit on the same rows: shuffle the rows before streaming them, or collect rows until "
-            "each call holds every class.",
+            f"order a shuffled stream would almost never show ({what}). Each call moves the model "
+            "towards the rows it holds and earlier rows are not seen again, so a stream ordered by "
+            "class or by target learns far less than one fit on the same rows: shuffle the rows "
+            "before streaming them, or collect rows until each call holds every class.",
             StreamOrderWarning,
         )
 

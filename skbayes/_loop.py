@@ -506,52 +506,111 @@ STREAM_ORDER_MIN_ROWS = 20
 
 
 def stream_order_update(state: dict[str, Any] | None, labels: np.ndarray, n_levels: int) -> dict[str, Any]:
-    """Add rows to a stream's runs statistics, in arrival order.
+    """Add one ``partial_fit`` call's rows to a stream's runs statistics.
 
     ``labels``: integer levels in ``[0, n_levels)`` of shape ``(n_rows, n_columns)`` (a
-    class, or the side of a target's mean per target column). ``state`` (None to start):
-    a plain dict (numpy arrays and numbers, so that it pickles and saves with skops) of
-    the rows seen ``n``, the count of each level per column, the number of changes
-    between consecutive rows per column and the last row's levels."""
+    class, or the side of a target's mean per target column). A call trains on its rows
+    in a random order, so only the order of the calls matters: the changes between
+    consecutive rows are counted as their mean under a random order within the call,
+    ``(m - 1) (1 - sum_k c_k (c_k - 1) / (m (m - 1)))`` for a call of ``m`` rows with
+    ``c_k`` of level ``k``, plus the chance ``1 - sum_k p_k p'_k`` that the call's first
+    row differs from the previous call's last (``p``, ``p'``: the two calls' proportions).
+    Calls of one row count the changes exactly. ``state`` (None to start): a plain dict
+    (numpy arrays and numbers, so that it pickles and saves with skops)."""
     labels = np.asarray(labels, dtype=np.int64)
+    n_cols = labels.shape[1]
     if state is None:
         state = {
             "n": 0,
-            "counts": np.zeros((labels.shape[1], n_levels), dtype=np.int64),
-            "changes": np.zeros(labels.shape[1], dtype=np.int64),
+            "counts": np.zeros((n_cols, n_levels), dtype=np.int64),
+            "changes": np.zeros(n_cols, dtype=np.float64),
             "last": None,
             "warned": False,
         }
-    if labels.shape[0] == 0:
+    m = labels.shape[0]
+    if m == 0:
         return state
-    seq = labels if state["last"] is None else np.vstack([state["last"][None, :], labels])
-    state["changes"] = state["changes"] + (seq[1:] != seq[:-1]).sum(0)
-    for j in range(labels.shape[1]):
-        state["counts"][j] += np.bincount(labels[:, j], minlength=n_levels)
-    state["n"] = int(state["n"]) + labels.shape[0]
-    state["last"] = labels[-1].copy()
+    counts = np.stack([np.bincount(labels[:, j], minlength=n_levels) for j in range(n_cols)]).astype(np.float64)
+    props = counts / m
+    within = (m - 1.0) - (counts * (counts - 1.0)).sum(1) / m if m > 1 else np.zeros(n_cols)
+    boundary = 0.0 if state["last"] is None else 1.0 - (state["last"] * props).sum(1)
+    state["changes"] = state["changes"] + within + boundary
+    state["counts"] = state["counts"] + counts.astype(np.int64)
+    state["n"] = int(state["n"]) + m
+    state["last"] = props
     return state
 
 
-def stream_order_z(state: dict[str, Any]) -> tuple[float, int, float]:
+def stream_order_z(state: dict[str, Any]) -> tuple[float, float, float]:
     """The runs test of the column furthest below a random order: ``(z, changes, expected)``.
 
-    ``changes``: the changes between consecutive rows; ``expected``: their mean under a
+    ``changes``: the changes between consecutive rows (see :func:`stream_order_update`);
+    ``expected``: their mean under a
     random order of the same rows, ``(n - 1) q`` with ``q = 1 - sum_k n_k (n_k - 1) / (n (n - 1))``;
     ``z``: their difference in units of the binomial standard deviation
-    ``sqrt((n - 1) q (1 - q))``. ``(0, 0, 0)`` while every column has a single level."""
+    ``sqrt((n - 1) q (1 - q))`` (an upper bound of the spread of the within-call means, so
+    the test errs towards silence). ``(0, 0, 0)`` while every column has a single level."""
     n = int(state["n"])
     if n < 2:
-        return 0.0, 0, 0.0
+        return 0.0, 0.0, 0.0
     counts = state["counts"].astype(np.float64)
     q = 1.0 - (counts * (counts - 1.0)).sum(1) / (n * (n - 1.0))
     var = (n - 1.0) * q * (1.0 - q)
     cols = np.flatnonzero(var > 0)
     if cols.size == 0:
-        return 0.0, 0, 0.0
+        return 0.0, 0.0, 0.0
     z = (state["changes"][cols] - (n - 1.0) * q[cols]) / np.sqrt(var[cols])
     k = int(cols[np.argmin(z)])
-    return float(z.min()), int(state["changes"][k]), float((n - 1.0) * q[k])
+    return float(z.min()), float(state["changes"][k]), float((n - 1.0) * q[k])
+
+
+def stream_trend_update(state: dict[str, Any] | None, y: np.ndarray) -> dict[str, Any]:
+    """Add one ``partial_fit`` call's targets ``y`` (shape ``(n_rows, n_columns)``) to a
+    regression stream's trend statistics: the means and co-moments of the call number
+    ``t`` (0, 1, ...; the rows of a call share it, so the order within a call does not
+    count) and each target column, merged call by call (Chan et al.'s pairwise update)."""
+    y = np.asarray(y, dtype=np.float64)
+    if state is None:
+        k = y.shape[1]
+        state = {
+            "n": 0,
+            "calls": 0,
+            "mean_t": 0.0,
+            "m2_t": 0.0,
+            "mean_y": np.zeros(k),
+            "m2_y": np.zeros(k),
+            "c_ty": np.zeros(k),
+            "warned": False,
+        }
+    m = y.shape[0]
+    if m == 0:
+        return state
+    n, t = float(state["n"]), float(state["calls"])
+    mean_yb = y.mean(0)
+    m2_yb = ((y - mean_yb) ** 2).sum(0)
+    total = n + m
+    d_t, d_y = t - state["mean_t"], mean_yb - state["mean_y"]
+    state["m2_t"] = state["m2_t"] + d_t * d_t * n * m / total  # the call's own t spread is zero
+    state["m2_y"] = state["m2_y"] + m2_yb + d_y * d_y * n * m / total
+    state["c_ty"] = state["c_ty"] + d_t * d_y * n * m / total
+    state["mean_t"] = state["mean_t"] + d_t * m / total
+    state["mean_y"] = state["mean_y"] + d_y * m / total
+    state["n"], state["calls"] = int(total), int(t) + 1
+    return state
+
+
+def stream_trend_z(state: dict[str, Any]) -> tuple[float, float]:
+    """The trend test of the column furthest from a random order: ``(z, r)``, with ``r``
+    the correlation of the call number with the target and ``z = r sqrt(n - 1)`` (about
+    standard normal when the rows arrive in a random order); ``(0, 0)`` while there is
+    no spread of the call number or of the targets."""
+    n = int(state["n"])
+    ok = (state["m2_y"] > 0) & (state["m2_t"] > 0)
+    if n < 3 or not ok.any():
+        return 0.0, 0.0
+    r = np.where(ok, state["c_ty"] / np.sqrt(np.where(ok, state["m2_t"] * state["m2_y"], 1.0)), 0.0)
+    k = int(np.argmax(np.abs(r)))
+    return float(abs(r[k]) * math.sqrt(n - 1.0)), float(r[k])
 
 
 class IterateAverage:

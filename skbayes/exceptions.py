@@ -72,18 +72,20 @@ class SmallStreamWarning(UserWarning):
 
 
 class StreamOrderWarning(UserWarning):
-    """The rows given to ``partial_fit`` arrive far from a random order.
+    """The calls of a ``partial_fit`` stream arrive far from a random order.
 
     A shuffled stream would almost never show such long runs of one class
-    (classifiers), or of targets on one side of their mean (regressors).
+    (classifiers), or such a trend of the targets with the call number (regressors).
 
     Each ``partial_fit`` call moves the model towards the rows it holds, and earlier
     calls' rows are not seen again, so a stream ordered by class or by target learns
-    far less than one ``fit`` on the same rows. Raised once per stream, when a runs test
-    on the arrival order (the number of changes of class, or of side of the mean,
-    between consecutive rows) falls more than 6 standard deviations below its
-    expectation under a random order. Shuffle the rows before streaming them,
-    or collect rows until each call holds every class.
+    far less than one ``fit`` on the same rows. Raised once per stream, when a runs
+    test of the classes (the changes of class between consecutive rows, a call's rows
+    taken in a random order, since a call trains on them so) falls more than 6 standard
+    deviations below its mean under a random order of the stream, or when the
+    correlation between the call number and the target is more than 6 standard
+    deviations from 0. Shuffle the rows before streaming them, or collect rows until
+    each call holds every class.
     """
 
 

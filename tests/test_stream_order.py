@@ -28,32 +28,49 @@ def _changes(seq):
     return int((seq[1:] != seq[:-1]).sum())
 
 
-def test_statistics_in_pieces_equal_the_whole_sequence():
+def _rows(labels):
+    """Feed a sequence as one-row calls."""
+    state = None
+    for row in np.asarray(labels).reshape(len(labels), -1):
+        state = _loop.stream_order_update(state, row[None, :], 3)
+    return state
+
+
+def test_one_row_calls_count_the_changes_exactly():
     rng = np.random.RandomState(0)
     labels = rng.randint(0, 3, size=(50, 2))
-    state = None
-    cuts = [0, 1, 4, 4, 17, 30, 50]  # uneven pieces, an empty one among them
-    for a, b in itertools.pairwise(cuts):
-        state = _loop.stream_order_update(state, labels[a:b], 3)
-    whole = _loop.stream_order_update(None, labels, 3)
-    assert state["n"] == whole["n"] == 50
-    np.testing.assert_array_equal(state["changes"], whole["changes"])
-    np.testing.assert_array_equal(state["counts"], whole["counts"])
+    state = _rows(labels)
+    assert state["n"] == 50
     for j in range(2):
         assert state["changes"][j] == _changes(labels[:, j])
         np.testing.assert_array_equal(state["counts"][j], np.bincount(labels[:, j], minlength=3))
 
 
+def test_a_call_counts_the_mean_changes_over_the_orders_of_its_rows():
+    """Within a call the rows train in a random order: its changes (with the boundary to the
+    previous call) are their mean over every order of its rows, whatever order it came in."""
+    first, call = [0, 0, 1], [0, 0, 1, 2, 2]
+    orders = list(itertools.permutations(call))
+    expected = np.mean([_changes([first_row, *p]) for first_row in first for p in orders]) + np.mean(
+        [_changes(p) for p in itertools.permutations(first)]
+    )
+    for order in (call, sorted(call), call[::-1]):
+        state = _loop.stream_order_update(None, np.array(first)[:, None], 3)
+        state = _loop.stream_order_update(state, np.array(order)[:, None], 3)
+        assert state["changes"][0] == pytest.approx(expected, rel=1e-12)
+
+
 def test_expected_changes_are_the_mean_over_every_order():
     """The test's mean, ``(n - 1) q``, is exactly the mean of the changes over all orders."""
     multiset = [0, 0, 0, 1, 1, 2, 2, 2]
-    orders = set(itertools.permutations(multiset))
-    mean = np.mean([_changes(p) for p in orders])
-    state = _loop.stream_order_update(None, np.array(multiset)[:, None], 3)
-    z, changes, expected = _loop.stream_order_z(state)
+    mean = np.mean([_changes(p) for p in set(itertools.permutations(multiset))])
+    z, changes, expected = _loop.stream_order_z(_rows(multiset))
     assert expected == pytest.approx(mean, rel=1e-12)
     assert changes == _changes(multiset) == 2
     assert z < 0
+    # one call of all the rows carries no order: its changes are the mean itself
+    z, changes, expected = _loop.stream_order_z(_loop.stream_order_update(None, np.array(multiset)[:, None], 3))
+    assert changes == pytest.approx(expected, rel=1e-12) and z == pytest.approx(0.0, abs=1e-12)
 
 
 def test_a_single_level_has_no_test():
@@ -67,10 +84,44 @@ def test_shuffled_orders_stay_far_from_the_threshold():
     labels = np.repeat(np.arange(10), 30)
     zs = []
     for _ in range(300):
-        state = _loop.stream_order_update(None, rng.permutation(labels)[:, None], 10)
+        state = None
+        for row in rng.permutation(labels):
+            state = _loop.stream_order_update(state, np.array([[row]]), 10)
         zs.append(_loop.stream_order_z(state)[0])
     assert min(zs) > -4.5
     assert abs(np.mean(zs)) < 0.2  # centred
+
+
+def test_the_trend_statistics_equal_the_correlation_of_the_call_number_and_the_target():
+    rng = np.random.RandomState(0)
+    sizes = [1, 7, 3, 30, 1, 12]
+    y = rng.randn(sum(sizes), 2) * [1.0, 1e6] + [5.0, -3e7]
+    y[:, 0] += 0.05 * np.repeat(np.arange(len(sizes)), sizes)  # a weak trend in the first column
+    state, start = None, 0
+    for m in sizes:
+        state = _loop.stream_trend_update(state, y[start : start + m])
+        start += m
+    t = np.repeat(np.arange(len(sizes)), sizes)
+    r = [np.corrcoef(t, y[:, j])[0, 1] for j in range(2)]
+    k = int(np.argmax(np.abs(r)))
+    z, r_k = _loop.stream_trend_z(state)
+    assert r_k == pytest.approx(r[k], rel=1e-10)
+    assert z == pytest.approx(abs(r[k]) * np.sqrt(len(y) - 1), rel=1e-10)
+    assert state["mean_y"] == pytest.approx(y.mean(0), rel=1e-12)
+    # one call has no order: no trend
+    assert _loop.stream_trend_z(_loop.stream_trend_update(None, y)) == (0.0, 0.0)
+
+
+def test_random_orders_show_no_trend():
+    rng = np.random.RandomState(1)
+    y = rng.standard_exponential((300, 1))  # skewed targets
+    zs = []
+    for _ in range(300):
+        state = None
+        for call in np.array_split(rng.permutation(y), 60):
+            state = _loop.stream_trend_update(state, call)
+        zs.append(_loop.stream_trend_z(state)[0])
+    assert max(zs) < 4.5 and np.mean(zs) < 1.0  # |z| is half-normal: mean about 0.8
 
 
 def _data(name):
@@ -109,8 +160,18 @@ def test_ordered_streams_warn_once_and_shuffled_ones_never(Est, data, batch):
     caught = _stream(Est(hidden_layer_sizes=(4,), random_state=0), X, y, ordered, batch)
     assert len(caught) == 1
     message = str(caught[0].message)
-    assert "shuffle the rows" in message and ("class" if data != "diabetes" else "target's mean") in message
+    assert "shuffle the rows" in message and ("class" if data != "diabetes" else "targets trend") in message
     assert caught[0].filename == __file__  # it points at the user's partial_fit call
+
+
+def test_one_sorted_call_is_no_ordered_stream():
+    """A call trains on its rows in a random order: the order within a call does not warn."""
+    X, y = _data("digits")
+    order = np.argsort(y, kind="stable")
+    est = skbayes.VOGNClassifier(hidden_layer_sizes=(4,), random_state=0)
+    assert _stream(est, X, y, order, len(y)) == []  # all rows, sorted by class, in one call
+    rest = np.random.RandomState(0).permutation(len(y))
+    assert _stream(est, X, y, rest, 50) == []  # then shuffled calls
 
 
 def test_the_warning_comes_early_in_an_ordered_stream():
