@@ -497,8 +497,9 @@ class StoppingRules:
             state.best_validation_score = self.val_stop.best
 
 
-#: A stream's runs test (:func:`stream_order_z`) below minus this many standard deviations
-#: warns (``StreamOrderWarning``); a shuffled stream is there with probability about 1e-9.
+#: A stream whose runs test (:func:`stream_order_z`, classifiers) falls below minus this many
+#: standard deviations, or whose trend test (:func:`stream_trend_z`, regressors) rises above
+#: it, warns (``StreamOrderWarning``); a shuffled stream gets there with probability about 1e-9.
 STREAM_ORDER_Z = 6.0
 
 #: Rows a stream must have seen before its order is judged.
@@ -508,8 +509,8 @@ STREAM_ORDER_MIN_ROWS = 20
 def stream_order_update(state: dict[str, Any] | None, labels: np.ndarray, n_levels: int) -> dict[str, Any]:
     """Add one ``partial_fit`` call's rows to a stream's runs statistics.
 
-    ``labels``: integer levels in ``[0, n_levels)`` of shape ``(n_rows, n_columns)`` (a
-    class, or the side of a target's mean per target column). A call trains on its rows
+    ``labels``: integer levels in ``[0, n_levels)`` of shape ``(n_rows, n_columns)`` (the
+    classes, one column per label sequence). A call trains on its rows
     in a random order, so only the order of the calls matters: the changes between
     consecutive rows are counted as their mean under a random order within the call,
     ``(m - 1) (1 - sum_k c_k (c_k - 1) / (m (m - 1)))`` for a call of ``m`` rows with
@@ -545,11 +546,11 @@ def stream_order_z(state: dict[str, Any]) -> tuple[float, float, float]:
     """The runs test of the column furthest below a random order: ``(z, changes, expected)``.
 
     ``changes``: the changes between consecutive rows (see :func:`stream_order_update`);
-    ``expected``: their mean under a
-    random order of the same rows, ``(n - 1) q`` with ``q = 1 - sum_k n_k (n_k - 1) / (n (n - 1))``;
-    ``z``: their difference in units of the binomial standard deviation
-    ``sqrt((n - 1) q (1 - q))`` (an upper bound of the spread of the within-call means, so
-    the test errs towards silence). ``(0, 0, 0)`` while every column has a single level."""
+    ``expected``: their mean under a random order of the same rows, ``(n - 1) q`` with
+    ``q = 1 - sum_k n_k (n_k - 1) / (n (n - 1))``; ``z``: their difference in units of the
+    binomial standard deviation ``sqrt((n - 1) q (1 - q))``, close to the spread of the
+    changes under a random order (the within-call means spread less, so the test errs
+    towards silence). ``(0, 0, 0)`` while every column has a single level."""
     n = int(state["n"])
     if n < 2:
         return 0.0, 0.0, 0.0
