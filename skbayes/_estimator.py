@@ -333,16 +333,23 @@ class BayesianNetwork(BaseEstimator):
             n_weights = int(self.posterior_.n_params) if hasattr(self, "posterior_") else 0
         params = self.get_params(deep=False)
         params.update({k: getattr(self, k) for k in self._fixed_params})
-        if params.get("kl_weight") == "auto":
-            params["kl_weight"] = self._resolve_auto("kl_weight", n_weights)
+        for name in self._sized_params():
+            if params.get(name) == "auto":
+                params[name] = self._resolve_auto(name, n_weights)
         return self._family(params)
+
+    def _sized_params(self) -> list[str]:
+        """The training parameters whose ``'auto'`` depends on the network's size (``predictive``
+        is resolved when predicting)."""
+        return [name for name in self._auto_by_size if name != "predictive"]
 
     def _resolve_auto(self, name: str, n_weights: int) -> Any:
         """The value ``'auto'`` stands for in parameter ``name`` on a network of ``n_weights``
         weights: the protocol's small-network value below :data:`LARGE_NETWORK_WEIGHTS`, its
-        large-network value from there on."""
+        large-network value from there on (a dict: per value of ``method``)."""
         small, large = self._auto_by_size[name]
-        return large if n_weights >= LARGE_NETWORK_WEIGHTS else small
+        value = large if n_weights >= LARGE_NETWORK_WEIGHTS else small
+        return value[self.get_params(deep=False)["method"]] if isinstance(value, dict) else value
 
     def _n_weights(self, X: np.ndarray, reset: bool) -> int:
         """The number of weights of the network a fit on ``X`` trains (before it is built)."""
@@ -686,7 +693,8 @@ class BayesianNetwork(BaseEstimator):
         y_enc = self._encode_targets(y)
         if incremental:
             self._stream_order_add(y[X.shape[0] - n_call :], y_enc[X.shape[0] - n_call :])
-        auto = getattr(self, "kl_weight", None) == "auto"  # sized only when needed: a factory is built for it
+        # sized only when needed (a module factory is built for it)
+        auto = any(getattr(self, name, None) == "auto" for name in self._sized_params())
         family = self._make_family(self._n_weights(X, reset) if auto else None)
         self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
         if reset:

@@ -51,8 +51,15 @@ Read more in the :doc:`mean-field estimators page </meanfield>` of the documenta
 """
 
 
+#: ``learning_rate='auto'`` by network size and method: Vadam's Adam step of 0.01 below
+#: ``LARGE_NETWORK_WEIGHTS`` weights, 0.001 from there on (the defaults protocol's image
+#: group); Vprop's 0.05 on every size ('auto': the family's value for the method).
+_AUTO_LEARNING_RATE = ("auto", {"vadam": 0.001, "vprop": "auto"})
+
+
 class VadamRegressor(BayesianNetworkRegressor):
     _family = VadamFamily
+    _auto_by_size = {**BayesianNetworkRegressor._auto_by_size, "learning_rate": _AUTO_LEARNING_RATE}
 
     def __init__(
         self,
@@ -92,6 +99,11 @@ class VadamRegressor(BayesianNetworkRegressor):
 
 class VadamClassifier(BayesianNetworkClassifier):
     _family = VadamFamily
+    _auto_by_size = {
+        "kl_weight": (1.0, 1.0),
+        "predictive": ("sampled", "glm"),
+        "learning_rate": _AUTO_LEARNING_RATE,
+    }
 
     def __init__(
         self,
@@ -121,7 +133,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="sampled",
+        predictive="auto",
         kl_weight=1.0,
     ):
         store_init_params(locals())

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from skbayes import BBBClassifier, NoisyEKFACClassifier, all_estimators
+from skbayes import BBBClassifier, NoisyEKFACClassifier, VadamClassifier, VadamRegressor, all_estimators
 from skbayes._estimator import LARGE_NETWORK_WEIGHTS
 from skbayes.exceptions import PoorFitWarning
 
@@ -63,7 +63,7 @@ def test_protocol_values_differ_by_size_where_documented():
         if "kl_weight" in e.estimator().get_params()
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
-    assert changed == {"SLANGClassifier", "VOGNClassifier", "NoisyEKFACClassifier"}
+    assert changed == {"SLANGClassifier", "VOGNClassifier", "NoisyEKFACClassifier", "VadamClassifier"}
     assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (1.0, 0.1)
     assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 0.3)
 
@@ -80,3 +80,27 @@ def test_auto_table_agrees_with_explicit_defaults_and_docs(Est):
     doc = Est.__doc__
     assert "{auto_" not in doc
     assert "'auto' is the value the defaults protocol chose for this estimator" in doc
+
+
+@pytest.mark.parametrize("Est", [VadamClassifier, VadamRegressor])
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_vadam_learning_rate_auto_by_size_and_method(Est, hidden):
+    """Vadam's 'auto' step is 0.01 below LARGE_NETWORK_WEIGHTS and 0.001 from there on (the
+    image group), bit for bit, and the other size's step gives another fit; Vprop's stays
+    0.05 on every size."""
+    X, y = _data()
+    if Est is VadamRegressor:
+        y = X[:, 0] - X[:, 1]
+    large = hidden == (700,)
+    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, predictive="sampled", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        auto = Est(**common).fit(X, y)
+        explicit = Est(**common, learning_rate=0.001 if large else 0.01).fit(X, y)
+        other = Est(**common, learning_rate=0.01 if large else 0.001).fit(X, y)
+        vprop_auto = Est(**common, method="vprop").fit(X, y)
+        vprop = Est(**common, method="vprop", learning_rate=0.05).fit(X, y)
+    assert auto.learning_rate == "auto"  # the parameter is left as given
+    np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
+    assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
+    np.testing.assert_array_equal(vprop_auto.posterior_.mean, vprop.posterior_.mean)
