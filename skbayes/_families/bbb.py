@@ -11,7 +11,7 @@ import torch
 from torch import Tensor
 
 from .._curvature import neg_elbo_estimate, neg_elbo_gradients
-from .._docs import E
+from .._docs import PARAMS, E
 from .._validation import BOOLEAN, Interval
 from ..posteriors import SoftplusGaussian
 from .base import (
@@ -64,15 +64,7 @@ FIRST_ORDER_DOCS = {
         Epochs without improvement (of the training loss, or of the validation
         score with ``early_stopping``) before training stops.""",
     ),
-    "tol": E(
-        "float or None",
-        """
-        Minimum improvement of the per-example training objective (or of the
-        validation log-likelihood) that counts. ``None``: no tolerance rule; the
-        fit trains ``max_iter`` epochs and does not warn when it reaches them (as
-        scikit-learn's ``SGDClassifier``), and with ``early_stopping`` keeps the
-        best validation epoch without stopping early.""",
-    ),
+    "tol": PARAMS["tol"],  # the same rule as every network estimator's
     "random_state": E(
         "int, RandomState instance or None",
         """
