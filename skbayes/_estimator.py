@@ -946,8 +946,7 @@ class BayesianNetwork(BaseEstimator):
         against the call number (regressors, from the targets as given)."""
         state = self.__dict__.get("_stream_order")
         if is_classifier_face(self):
-            labels = np.asarray(y_enc).reshape(-1, 1)
-            self._stream_order = _loop.stream_order_update(state, labels, len(self.classes_))
+            self._stream_order = _loop.stream_order_update(state, y_enc, len(self.classes_))
         else:
             y2 = np.asarray(y, dtype=np.float64)
             self._stream_order = _loop.stream_trend_update(state, y2.reshape(y2.shape[0], -1))

@@ -507,62 +507,53 @@ STREAM_ORDER_MIN_ROWS = 20
 
 
 def stream_order_update(state: dict[str, Any] | None, labels: np.ndarray, n_levels: int) -> dict[str, Any]:
-    """Add one ``partial_fit`` call's rows to a stream's runs statistics.
+    """Add one ``partial_fit`` call's class labels (integers in ``[0, n_levels)``) to a
+    stream's runs statistics.
 
-    ``labels``: integer levels in ``[0, n_levels)`` of shape ``(n_rows, n_columns)`` (the
-    classes, one column per label sequence). A call trains on its rows
-    in a random order, so only the order of the calls matters: the changes between
-    consecutive rows are counted as their mean under a random order within the call,
-    ``(m - 1) (1 - sum_k c_k (c_k - 1) / (m (m - 1)))`` for a call of ``m`` rows with
-    ``c_k`` of level ``k``, plus the chance ``1 - sum_k p_k p'_k`` that the call's first
-    row differs from the previous call's last (``p``, ``p'``: the two calls' proportions).
-    Calls of one row count the changes exactly. ``state`` (None to start): a plain dict
-    (numpy arrays and numbers, so that it pickles and saves with skops)."""
-    labels = np.asarray(labels, dtype=np.int64)
-    n_cols = labels.shape[1]
+    A call trains on its rows in a random order, so only the order of the calls matters:
+    the changes between consecutive rows are counted as their mean under a random order
+    within the call, ``(m - 1) - sum_k c_k (c_k - 1) / m`` for a call of ``m`` rows with
+    ``c_k`` of class ``k``, plus the chance ``1 - sum_k p_k p'_k`` that the call's first
+    row differs from the previous call's last (``p``, ``p'``: the two calls' class
+    proportions). Calls of one row count the changes exactly. ``state`` (None to start):
+    a plain dict (numpy arrays and numbers, so that it pickles and saves with skops)."""
     if state is None:
-        state = {
-            "n": 0,
-            "counts": np.zeros((n_cols, n_levels), dtype=np.int64),
-            "changes": np.zeros(n_cols, dtype=np.float64),
-            "last": None,
-            "warned": False,
-        }
+        state = {"n": 0, "counts": np.zeros(n_levels, dtype=np.int64), "changes": 0.0, "last": None, "warned": False}
+    labels = np.asarray(labels, dtype=np.int64).ravel()
     m = labels.shape[0]
     if m == 0:
         return state
-    counts = np.stack([np.bincount(labels[:, j], minlength=n_levels) for j in range(n_cols)]).astype(np.float64)
+    counts = np.bincount(labels, minlength=n_levels)
     props = counts / m
-    within = (m - 1.0) - (counts * (counts - 1.0)).sum(1) / m if m > 1 else np.zeros(n_cols)
-    boundary = 0.0 if state["last"] is None else 1.0 - (state["last"] * props).sum(1)
-    state["changes"] = state["changes"] + within + boundary
-    state["counts"] = state["counts"] + counts.astype(np.int64)
+    within = (m - 1.0) - float((counts * (counts - 1.0)).sum()) / m
+    boundary = 0.0 if state["last"] is None else 1.0 - float(state["last"] @ props)
+    state["changes"] = float(state["changes"]) + within + boundary
+    state["counts"] = state["counts"] + counts
     state["n"] = int(state["n"]) + m
     state["last"] = props
     return state
 
 
 def stream_order_z(state: dict[str, Any]) -> tuple[float, float, float]:
-    """The runs test of the column furthest below a random order: ``(z, changes, expected)``.
+    """The runs test of a stream's classes: ``(z, changes, expected)``.
 
     ``changes``: the changes between consecutive rows (see :func:`stream_order_update`);
     ``expected``: their mean under a random order of the same rows, ``(n - 1) q`` with
     ``q = 1 - sum_k n_k (n_k - 1) / (n (n - 1))``; ``z``: their difference in units of the
     binomial standard deviation ``sqrt((n - 1) q (1 - q))``, close to the spread of the
     changes under a random order (the within-call means spread less, so the test errs
-    towards silence). ``(0, 0, 0)`` while every column has a single level."""
+    towards silence). ``(0, 0, 0)`` while a single class has been seen."""
     n = int(state["n"])
     if n < 2:
         return 0.0, 0.0, 0.0
     counts = state["counts"].astype(np.float64)
-    q = 1.0 - (counts * (counts - 1.0)).sum(1) / (n * (n - 1.0))
+    q = 1.0 - float((counts * (counts - 1.0)).sum()) / (n * (n - 1.0))
     var = (n - 1.0) * q * (1.0 - q)
-    cols = np.flatnonzero(var > 0)
-    if cols.size == 0:
+    if var <= 0:
         return 0.0, 0.0, 0.0
-    z = (state["changes"][cols] - (n - 1.0) * q[cols]) / np.sqrt(var[cols])
-    k = int(cols[np.argmin(z)])
-    return float(z.min()), float(state["changes"][k]), float((n - 1.0) * q[k])
+    expected = (n - 1.0) * q
+    changes = float(state["changes"])
+    return (changes - expected) / math.sqrt(var), changes, expected
 
 
 def stream_trend_update(state: dict[str, Any] | None, y: np.ndarray) -> dict[str, Any]:

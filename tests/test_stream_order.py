@@ -31,19 +31,18 @@ def _changes(seq):
 def _rows(labels):
     """Feed a sequence as one-row calls."""
     state = None
-    for row in np.asarray(labels).reshape(len(labels), -1):
-        state = _loop.stream_order_update(state, row[None, :], 3)
+    for label in labels:
+        state = _loop.stream_order_update(state, [label], 3)
     return state
 
 
 def test_one_row_calls_count_the_changes_exactly():
     rng = np.random.RandomState(0)
-    labels = rng.randint(0, 3, size=(50, 2))
-    state = _rows(labels)
-    assert state["n"] == 50
-    for j in range(2):
-        assert state["changes"][j] == _changes(labels[:, j])
-        np.testing.assert_array_equal(state["counts"][j], np.bincount(labels[:, j], minlength=3))
+    for labels in rng.randint(0, 3, size=(2, 50)):
+        state = _rows(labels)
+        assert state["n"] == 50
+        assert state["changes"] == _changes(labels)
+        np.testing.assert_array_equal(state["counts"], np.bincount(labels, minlength=3))
 
 
 def test_a_call_counts_the_mean_changes_over_the_orders_of_its_rows():
@@ -55,9 +54,9 @@ def test_a_call_counts_the_mean_changes_over_the_orders_of_its_rows():
         [_changes(p) for p in itertools.permutations(first)]
     )
     for order in (call, sorted(call), call[::-1]):
-        state = _loop.stream_order_update(None, np.array(first)[:, None], 3)
-        state = _loop.stream_order_update(state, np.array(order)[:, None], 3)
-        assert state["changes"][0] == pytest.approx(expected, rel=1e-12)
+        state = _loop.stream_order_update(None, first, 3)
+        state = _loop.stream_order_update(state, order, 3)
+        assert state["changes"] == pytest.approx(expected, rel=1e-12)
 
 
 def test_expected_changes_are_the_mean_over_every_order():
@@ -69,12 +68,12 @@ def test_expected_changes_are_the_mean_over_every_order():
     assert changes == _changes(multiset) == 2
     assert z < 0
     # one call of all the rows carries no order: its changes are the mean itself
-    z, changes, expected = _loop.stream_order_z(_loop.stream_order_update(None, np.array(multiset)[:, None], 3))
+    z, changes, expected = _loop.stream_order_z(_loop.stream_order_update(None, multiset, 3))
     assert changes == pytest.approx(expected, rel=1e-12) and z == pytest.approx(0.0, abs=1e-12)
 
 
 def test_a_single_level_has_no_test():
-    state = _loop.stream_order_update(None, np.zeros((30, 1), dtype=int), 2)
+    state = _loop.stream_order_update(None, np.zeros(30, dtype=int), 2)
     assert _loop.stream_order_z(state) == (0.0, 0, 0.0)
 
 
@@ -86,7 +85,7 @@ def test_shuffled_orders_stay_far_from_the_threshold():
     for _ in range(300):
         state = None
         for row in rng.permutation(labels):
-            state = _loop.stream_order_update(state, np.array([[row]]), 10)
+            state = _loop.stream_order_update(state, [row], 10)
         zs.append(_loop.stream_order_z(state)[0])
     assert min(zs) > -4.5
     assert abs(np.mean(zs)) < 0.2  # centred
