@@ -108,19 +108,29 @@ def apply_overrides(est, overrides=None, optional=None):
     return est.set_params(**params)
 
 
-def decayed_params(est, factor):
-    """The step sizes multiplied by ``factor``: ``learning_rate`` and the rates of ``DECAYED_RATES``.
-
-    ``learning_rate='auto'`` (Vadam/Vprop) is resolved with the documented values.
-    """
+def _auto_step(est, name):
+    """The documented value of step size ``name='auto'`` of a fitted ``est`` on a network of
+    fewer than 20,000 weights (the tabular networks the decay protocol runs on)."""
+    n_weights = sum(p.numel() for p in est.module_.parameters())
+    if n_weights >= 20_000:
+        raise ValueError(f"{name}='auto' is resolved here only below 20,000 weights, not {n_weights}")
     p = est.get_params()
-    lr = p["learning_rate"]
-    if isinstance(lr, str):
-        lr = VADAM_AUTO_LEARNING_RATE[p["method"]]
-    out = {"learning_rate": lr * factor}
-    for name in DECAYED_RATES:
+    if name == "learning_rate":  # Vadam/Vprop by method, BBB and MC dropout 0.01
+        return VADAM_AUTO_LEARNING_RATE[p["method"]] if "method" in p else 0.01
+    if name == "beta":  # VOGN (no rank parameter, or rank 0) 0.05, SLANG 0.01
+        return 0.01 if p.get("rank", 0) > 0 else 0.05
+    raise ValueError(f"no documented value for {name}='auto'")
+
+
+def decayed_params(est, factor):
+    """The step sizes of a fitted ``est`` multiplied by ``factor``: ``learning_rate`` and the
+    rates of ``DECAYED_RATES``; an ``'auto'`` one is resolved with its documented value."""
+    p = est.get_params()
+    out = {}
+    for name in ("learning_rate", *DECAYED_RATES):
         if name in p:
-            out[name] = p[name] * factor
+            value = _auto_step(est, name) if isinstance(p[name], str) else p[name]
+            out[name] = value * factor
     return out
 
 

@@ -319,8 +319,9 @@ class BayesianNetwork(BaseEstimator):
             if "_parameter_constraints" in k.__dict__
         ]
         merged = merged_constraints(*tables, cls._family.parameter_constraints)
-        if "kl_weight" in merged:  # resolved by the estimator before its family sees it
-            merged["kl_weight"] = [*merged["kl_weight"], Options(("auto",))]
+        for name in cls._auto_by_size:  # 'auto' by network size: resolved before the family sees it
+            if name in merged and not any(isinstance(c, Options) and "auto" in c.options for c in merged[name]):
+                merged[name] = [*merged[name], Options(("auto",))]
         return merged
 
     def _validate_params(self) -> None:

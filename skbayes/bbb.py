@@ -19,10 +19,15 @@ of the documentation.
 """
 
 
+#: ``learning_rate='auto'`` by network size: Adam's step of 0.01 below ``LARGE_NETWORK_WEIGHTS``
+#: weights, 0.001 from there on (the defaults protocol's image group).
+_AUTO_LEARNING_RATE = (0.01, 0.001)
+
+
 class BBBRegressor(BayesianNetworkRegressor):
     _family = BBBFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 0.1), "predictive": ("glm", "glm")}
+    _auto_by_size = {"kl_weight": (0.1, 0.1), "predictive": ("glm", "glm"), "learning_rate": _AUTO_LEARNING_RATE}
 
     def __init__(
         self,
@@ -33,7 +38,7 @@ class BBBRegressor(BayesianNetworkRegressor):
         prior_precision=1.0,
         kl_weight=0.1,
         local_reparam=True,
-        learning_rate=0.01,
+        learning_rate="auto",
         max_iter="auto",
         batch_size="auto",
         mc_samples=1,
@@ -61,7 +66,7 @@ class BBBRegressor(BayesianNetworkRegressor):
 class BBBClassifier(BayesianNetworkClassifier):
     _family = BBBFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 0.3), "predictive": ("glm", "glm")}
+    _auto_by_size = {"kl_weight": (0.1, 0.3), "predictive": ("glm", "glm"), "learning_rate": _AUTO_LEARNING_RATE}
 
     def __init__(
         self,
@@ -72,7 +77,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         prior_precision=1.0,
         kl_weight="auto",
         local_reparam=True,
-        learning_rate=0.01,
+        learning_rate="auto",
         max_iter="auto",
         batch_size="auto",
         mc_samples=1,

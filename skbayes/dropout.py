@@ -18,8 +18,15 @@ of the documentation.
 """
 
 
+#: ``learning_rate='auto'`` by network size: Adam's step of 0.01 below ``LARGE_NETWORK_WEIGHTS``
+#: weights, 0.001 from there on (the defaults protocol's image group).
+_AUTO_BY_SIZE = {**BayesianNetworkRegressor._auto_by_size, "learning_rate": (0.01, 0.001)}
+
+
 class MCDropoutRegressor(BayesianNetworkRegressor):
     _family = DropoutFamily
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = _AUTO_BY_SIZE
 
     def __init__(
         self,
@@ -30,7 +37,7 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
         dropout=0.1,
         input_dropout=0.0,
         prior_precision=1.0,
-        learning_rate=0.01,
+        learning_rate="auto",
         noise_precision="auto",
         noise_prior=(1e-3, 1e-3),
         max_iter="auto",
@@ -56,6 +63,8 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
 
 class MCDropoutClassifier(BayesianNetworkClassifier):
     _family = DropoutFamily
+    #: 'auto' by network size (small, large): chosen by the defaults protocol.
+    _auto_by_size = _AUTO_BY_SIZE
 
     def __init__(
         self,
@@ -66,7 +75,7 @@ class MCDropoutClassifier(BayesianNetworkClassifier):
         dropout=0.1,
         input_dropout=0.0,
         prior_precision=1.0,
-        learning_rate=0.01,
+        learning_rate="auto",
         max_iter="auto",
         batch_size="auto",
         mc_samples=1,

@@ -12,7 +12,16 @@ import numpy as np
 import pytest
 from sklearn.exceptions import ConvergenceWarning
 
-from skbayes import BBBClassifier, NoisyEKFACClassifier, VadamClassifier, VadamRegressor, all_estimators
+from skbayes import (
+    BBBClassifier,
+    BBBRegressor,
+    MCDropoutClassifier,
+    MCDropoutRegressor,
+    NoisyEKFACClassifier,
+    VadamClassifier,
+    VadamRegressor,
+    all_estimators,
+)
 from skbayes._estimator import LARGE_NETWORK_WEIGHTS
 from skbayes.exceptions import PoorFitWarning
 
@@ -104,3 +113,27 @@ def test_vadam_learning_rate_auto_by_size_and_method(Est, hidden):
     np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
     assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
     np.testing.assert_array_equal(vprop_auto.posterior_.mean, vprop.posterior_.mean)
+
+
+@pytest.mark.parametrize("Est", [BBBClassifier, BBBRegressor, MCDropoutClassifier, MCDropoutRegressor])
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_adam_learning_rate_auto_by_size(Est, hidden):
+    """BBB's and MC dropout's 'auto' Adam step is 0.01 below LARGE_NETWORK_WEIGHTS and 0.001 from
+    there on (the image group), bit for bit, and the other size's step gives another fit."""
+    X, y = _data()
+    if Est in (BBBRegressor, MCDropoutRegressor):
+        y = X[:, 0] - X[:, 1]
+    large = hidden == (700,)
+    assert Est().get_params()["learning_rate"] == "auto"
+    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = Est(**common).fit(X, y)
+        explicit = Est(**common, learning_rate=0.001 if large else 0.01).fit(X, y)
+        other = Est(**common, learning_rate=0.01 if large else 0.001).fit(X, y)
+    assert auto.learning_rate == "auto"  # the parameter is left as given
+    np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
+    assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
+    with pytest.raises(ValueError, match="learning_rate"):
+        Est(learning_rate="fast").fit(X, y)

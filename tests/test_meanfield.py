@@ -89,16 +89,16 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert "rank" not in est.get_params() and Vogn.rank == 0
     slang = Slang().get_params()
     slang.pop("rank")
-    # same names, same defaults, except the step sizes: rank 0 is stable at 0.05, SLANG's
-    # low-rank steps need 0.01 (docs/slang.md), VOGN's precision step is 'auto' (0.05 below
-    # 100,000 weights); and the regressor's kl_weight, predictive and prior, chosen for each by the
-    # defaults protocol (docs/uncertainty.md)
+    # same names, same defaults, except the mean's step size: rank 0 is stable at 0.05, SLANG's
+    # low-rank steps need 0.01 (docs/slang.md); both precision steps are 'auto' (below 100,000
+    # weights 0.05 for rank 0, 0.01 for SLANG's); and the regressor's kl_weight, predictive and
+    # prior, chosen for each by the defaults protocol (docs/uncertainty.md)
     assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
-    assert slang["learning_rate"] == 0.01 and slang["beta"] == 0.01
+    assert slang["learning_rate"] == 0.01 and slang["beta"] == "auto"
     own = {"kl_weight": 0.3, "predictive": "sampled", "prior_precision": "auto"} if Vogn is VOGNRegressor else {}
     assert {k: est.get_params()[k] for k in own} == own
     slang_own = {k: slang[k] for k in own}
-    assert {**est.get_params(), "learning_rate": 0.01, "beta": 0.01, **slang_own} == slang
+    assert {**est.get_params(), "learning_rate": 0.01, **slang_own} == slang
     # the classifiers both take the protocol's predictive by network size
     assert Vogn is VOGNRegressor or Vogn._auto_by_size == Slang._auto_by_size
     with pytest.raises(ValueError, match="rank"):
@@ -143,6 +143,47 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
     np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
     with pytest.raises(ValueError, match="beta"):
         VOGNClassifier(beta="fast").fit(X[:60], y[:60])
+
+
+def test_slang_auto_beta_caps_its_own_rate(monkeypatch):
+    """SLANG's beta='auto' (its default) is 0.01 below AUTO_BETA_MIN_WEIGHTS weights (bit for bit
+    the earlier default), min(0.01, B / (4 N)) from there on; SLANG with rank=0 takes VOGN's
+    0.05, so that it still trains exactly as VOGN."""
+    import skbayes._families.slang as slang_mod
+
+    seen = []
+    real = slang_mod.slang_precision_update
+
+    def spy(U, d, curv, scale, beta, *args, **kw):
+        seen.append(beta)
+        return real(U, d, curv, scale, beta, *args, **kw)
+
+    monkeypatch.setattr(slang_mod, "slang_precision_update", spy)
+    X, y = _small_data("logreg", n=400)
+    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0)
+    assert SLANGClassifier().get_params()["beta"] == "auto"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        a = SLANGClassifier(**kw, rank=2).fit(X, y)
+        assert seen == [0.01] * 9
+        b = SLANGClassifier(**kw, rank=2, beta=0.01).fit(X, y)
+        seen.clear()
+        SLANGClassifier(**kw, rank=0).fit(X, y)
+        assert seen == [0.05] * 9
+        monkeypatch.setattr(slang_mod, "AUTO_BETA_MIN_WEIGHTS", 10)
+        seen.clear()
+        SLANGClassifier(**kw, rank=2).fit(X, y)  # 48 / 1600 = 0.03: capped at 0.01
+        assert seen == [0.01] * 9
+        seen.clear()
+        big = np.tile(X, (5, 1)), np.tile(y, 5)  # 48 / 8000 = 0.006
+        SLANGClassifier(**kw, rank=2).fit(*big)
+        assert set(seen) == {48 / 8000}
+        seen.clear()
+        v = VOGNClassifier(**kw).fit(*big)
+        s = SLANGClassifier(**v.get_params(), rank=0).fit(*big)  # VOGN's parameters, beta='auto' among them
+    np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
+    np.testing.assert_array_equal(v.posterior_.mean, s.posterior_.mean)
+    np.testing.assert_array_equal(v.posterior_.d, s.posterior_.d)
 
 
 @pytest.mark.parametrize("Est", [VadamRegressor, VadamClassifier])

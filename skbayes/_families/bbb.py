@@ -114,9 +114,12 @@ class BBBFamily(PosteriorFamily[SoftplusGaussian]):
             to sampling the weights.""",
         ),
         "learning_rate": E(
-            "float",
+            "float or 'auto'",
             """
-            Adam's step size on ``(mu, rho)``.""",
+            Adam's step size on ``(mu, rho)``. 'auto' is the value the defaults
+            protocol chose for this estimator: {auto_learning_rate} Adam moves every
+            weight by about this much per step, so a step that suits a small network
+            leaves a large one overconfident.""",
         ),
     }
     attr_docs = {

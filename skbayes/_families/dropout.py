@@ -72,9 +72,12 @@ class DropoutFamily(PosteriorFamily[DropoutPosterior]):
             length-scale ``l^2 = lambda (1 - p)``.""",
         ),
         "learning_rate": E(
-            "float",
+            "float or 'auto'",
             """
-            Adam's step size on the weights.""",
+            Adam's step size on the weights. 'auto' is the value the defaults protocol
+            chose for this estimator: {auto_learning_rate} Adam moves every weight by
+            about this much per step, so a step that suits a small network leaves a
+            large one overconfident.""",
         ),
         "noise_precision": E(
             "'auto' or float",
