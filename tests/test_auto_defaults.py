@@ -73,7 +73,7 @@ def test_protocol_values_differ_by_size_where_documented():
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
     assert changed == {"SLANGClassifier", "VOGNClassifier", "NoisyEKFACClassifier", "VadamClassifier"}
-    assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (1.0, 0.1)
+    assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (1.0, 0.03)
     assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 0.3)
 
 
