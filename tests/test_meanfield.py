@@ -108,11 +108,8 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     assert not re.search(r"\n    rank : ", Vogn.__doc__)
 
 
-def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
-    """beta='auto' is min(0.05, B / (4 N)) at every step on a network of at least
-    AUTO_BETA_MIN_WEIGHTS weights (lowered here to this small network's), B the batch size (a
-    ragged last minibatch takes the same step), and trains exactly as the same float beta;
-    below that size it is 0.05."""
+def _spy_precision_steps(monkeypatch):
+    """The list that receives the ``beta`` of every SLANG/VOGN precision update from now on."""
     import skbayes._families.slang as slang_mod
 
     seen = []
@@ -123,6 +120,17 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
         return real(U, d, curv, scale, beta, *args, **kw)
 
     monkeypatch.setattr(slang_mod, "slang_precision_update", spy)
+    return seen
+
+
+def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
+    """beta='auto' is min(0.05, B / (4 N)) at every step on a network of at least
+    AUTO_BETA_MIN_WEIGHTS weights (lowered here to this small network's), B the batch size (a
+    ragged last minibatch takes the same step), and trains exactly as the same float beta;
+    below that size it is 0.05."""
+    import skbayes._families.slang as slang_mod
+
+    seen = _spy_precision_steps(monkeypatch)
     X, y = _small_data("logreg", n=400)
     kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0, beta="auto")
     with warnings.catch_warnings():
@@ -151,14 +159,7 @@ def test_slang_auto_beta_caps_its_own_rate(monkeypatch):
     0.05, so that it still trains exactly as VOGN."""
     import skbayes._families.slang as slang_mod
 
-    seen = []
-    real = slang_mod.slang_precision_update
-
-    def spy(U, d, curv, scale, beta, *args, **kw):
-        seen.append(beta)
-        return real(U, d, curv, scale, beta, *args, **kw)
-
-    monkeypatch.setattr(slang_mod, "slang_precision_update", spy)
+    seen = _spy_precision_steps(monkeypatch)
     X, y = _small_data("logreg", n=400)
     kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0)
     assert SLANGClassifier().get_params()["beta"] == "auto"
