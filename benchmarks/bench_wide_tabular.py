@@ -1,0 +1,81 @@
+"""Wide-network defaults on a tabular set: the current default against the earlier value.
+
+The image group of the defaults protocol chose some values for networks of 20,000 weights or
+more (docs/uncertainty.md, "Wide networks"). This is their held-out check on data outside
+the suite: digits (1,797 x 64, standardised on the training rows) with a 64-256-256-10
+network (85,002 weights), three stratified 75/25 splits ``train_test_split(...,
+random_state=k)``, every parameter at its default (``max_iter='auto'`` and the stopping
+rule included) but the one compared, one torch thread. Public API only.
+
+Compared: BBB's and MC dropout's ``learning_rate`` (``'auto'``: 0.001 here, against the
+earlier 0.01) and noisy EK-FAC's ``kl_weight`` (``'auto'``: 0.03 here, against 0.1).
+
+Run:  .venv/bin/python benchmarks/bench_wide_tabular.py                  (about 8 minutes)
+      .venv/bin/python benchmarks/bench_wide_tabular.py --methods mcdropout --hidden 128,128
+"""
+
+import argparse
+import sys
+import time
+import warnings
+
+import numpy as np
+import torch
+from sklearn.datasets import load_digits
+from sklearn.metrics import log_loss
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
+
+import skbayes
+
+#: method -> (estimator, parameter, earlier value)
+COMPARED = {
+    "bbb": (skbayes.BBBClassifier, "learning_rate", 0.01),
+    "mcdropout": (skbayes.MCDropoutClassifier, "learning_rate", 0.01),
+    "ekfac": (skbayes.NoisyEKFACClassifier, "kl_weight", 0.1),
+}
+
+
+def run(cls, params, hidden, splits):
+    X, y = load_digits(return_X_y=True)
+    rows = []
+    for k in range(splits):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=k)
+        scaler = StandardScaler().fit(Xtr)
+        t0 = time.perf_counter()
+        est = cls(hidden_layer_sizes=hidden, random_state=k, **params).fit(scaler.transform(Xtr), ytr)
+        fit_s = time.perf_counter() - t0
+        p = est.predict_proba(scaler.transform(Xte))
+        err = float(np.mean(est.classes_[p.argmax(1)] != yte))
+        rows.append((log_loss(yte, p, labels=est.classes_), err, est.n_iter_, fit_s))
+    return np.array(rows, dtype=float)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--methods", default=",".join(COMPARED))
+    ap.add_argument("--hidden", default="256,256")
+    ap.add_argument("--splits", type=int, default=3)
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore")
+    hidden = tuple(int(h) for h in args.hidden.split(","))
+    print(f"# Wide-network defaults on digits, 64-{'-'.join(map(str, hidden))}-10, {args.splits} splits\n")
+    print("| estimator | setting | test log-loss | test error % | epochs | fit s |")
+    print("|---|---|---:|---:|---|---:|")
+    for m in args.methods.split(","):
+        cls, name, earlier = COMPARED[m]
+        default = f"{name}={cls().get_params()[name]!r} (default)"
+        for label, params in ((default, {}), (f"{name}={earlier}", {name: earlier})):
+            r = run(cls, params, hidden, args.splits)
+            se = r[:, 0].std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else float("nan")
+            print(
+                f"| {cls.__name__} | {label} | {r[:, 0].mean():.4f} ± {se:.4f} | {100 * r[:, 1].mean():.2f} | "
+                f"{', '.join(str(int(e)) for e in r[:, 2])} | {r[:, 3].mean():.0f} |",
+                flush=True,
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
