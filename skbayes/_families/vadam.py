@@ -149,7 +149,7 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
 
         D, S = n_params(layers), int(mc_samples)
         return [
-            MemoryPart(5 * D * itemsize, f"the posterior and its optimiser state ({D} weights)", "hidden_layer_sizes"),
+            MemoryPart(6 * D * itemsize, f"the posterior and its optimiser state ({D} weights)", "hidden_layer_sizes"),
             MemoryPart(
                 (3 * S * D + 2 * D) * itemsize + activation_bytes(layers, S * batch_size, itemsize),
                 "one minibatch step",
@@ -174,7 +174,10 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
         kf = self.kl_factor(kl_scale)
         n_eff = n_train if kf == 1.0 else n_train * data_factor(kf)  # tempering: N / kl_weight
         post = DiagonalGaussian(mean, n_eff * s0 + lam)
-        return post, {"s": s0, "s0": s0.clone(), "m": torch.zeros_like(mean)}
+        # s = gamma_2^t s0 + v: the start's share and the data's moving average v, kept apart so
+        # that Adam's bias correction reads v itself (subtracting gamma_2^t s0 from s cancels
+        # catastrophically in float32 when s0 is far above the squared gradients)
+        return post, {"s": s0, "s0": s0.clone(), "v": torch.zeros_like(mean), "m": torch.zeros_like(mean)}
 
     def step(self, post: DiagonalGaussian, st: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One Vprop or Vadam step (see the estimators' docstrings for the update)."""
@@ -196,7 +199,11 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
         g = G.mean(0)
         g2 = (G * G).mean(0)  # MC estimate of E_q[g_hat**2]
         mu = post.mean_t
-        s = b2 * st["s"] + (1.0 - b2) * g2
+        v = st.get("v")
+        if v is None:  # a state saved before v was kept: s - gamma_2^(t-1) s0
+            v = (st["s"] - (b2 ** (t - 1)) * st["s0"]).clamp_min(0.0)
+        v = b2 * v + (1.0 - b2) * g2
+        s = (b2**t) * st["s0"] + v  # = b2 s_prev + (1 - b2) g2, s starting at s0
         if self.method == "vprop":
             mu = mu - alpha * (g + lam_n * mu) / (s + lam_n)
         else:
@@ -204,9 +211,9 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
             st["m"] = m
             m_hat = m / (1.0 - b1**t)
             # Adam's bias correction of the average of g_hat**2 (s started at s0, not 0)
-            s_hat = ((s - (b2**t) * st["s0"]) / (1.0 - b2**t)).clamp_min(0.0)
+            s_hat = v / (1.0 - b2**t)
             mu = mu - alpha * m_hat / (torch.sqrt(s_hat) + lam_n)
-        st["s"] = s
+        st["s"], st["v"] = s, v
         post.mean_t = mu
         post.d_t = n_eff * s + lam
         scale = N / (M * S)
