@@ -52,9 +52,9 @@ Read more in the :doc:`mean-field estimators page </meanfield>` of the documenta
 
 
 #: ``learning_rate='auto'`` by network size and method: Vadam's Adam step of 0.01 below
-#: ``LARGE_NETWORK_WEIGHTS`` weights, 0.001 from there on (the defaults protocol's image
+#: ``LARGE_NETWORK_WEIGHTS`` weights, 0.003 from there on (the defaults protocol's image
 #: group); Vprop's 0.05 on every size ('auto': the family's value for the method).
-_AUTO_LEARNING_RATE = ("auto", {"vadam": 0.001, "vprop": "auto"})
+_AUTO_LEARNING_RATE = ("auto", {"vadam": 0.003, "vprop": "auto"})
 
 
 class VadamRegressor(BayesianNetworkRegressor):

@@ -94,7 +94,7 @@ def test_auto_table_agrees_with_explicit_defaults_and_docs(Est):
 @pytest.mark.parametrize("Est", [VadamClassifier, VadamRegressor])
 @pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
 def test_vadam_learning_rate_auto_by_size_and_method(Est, hidden):
-    """Vadam's 'auto' step is 0.01 below LARGE_NETWORK_WEIGHTS and 0.001 from there on (the
+    """Vadam's 'auto' step is 0.01 below LARGE_NETWORK_WEIGHTS and 0.003 from there on (the
     image group), bit for bit, and the other size's step gives another fit; Vprop's stays
     0.05 on every size."""
     X, y = _data()
@@ -105,8 +105,8 @@ def test_vadam_learning_rate_auto_by_size_and_method(Est, hidden):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PoorFitWarning)
         auto = Est(**common).fit(X, y)
-        explicit = Est(**common, learning_rate=0.001 if large else 0.01).fit(X, y)
-        other = Est(**common, learning_rate=0.01 if large else 0.001).fit(X, y)
+        explicit = Est(**common, learning_rate=0.003 if large else 0.01).fit(X, y)
+        other = Est(**common, learning_rate=0.01 if large else 0.003).fit(X, y)
         vprop_auto = Est(**common, method="vprop").fit(X, y)
         vprop = Est(**common, method="vprop", learning_rate=0.05).fit(X, y)
     assert auto.learning_rate == "auto"  # the parameter is left as given

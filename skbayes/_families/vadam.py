@@ -77,7 +77,7 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
             """
             Step size ``alpha`` of the mean update. 'auto' is, for 'vadam' (an Adam
             step: each weight moves by about ``alpha`` per step), 0.01 on networks of
-            fewer than 20,000 weights and 0.001 on larger ones, where the larger step
+            fewer than 20,000 weights and 0.003 on larger ones, where the larger step
             leaves an overconfident network (the defaults protocol's image group); for
             'vprop' (a natural-gradient step, as VOGN's default) 0.05 on every network.""",
         ),
