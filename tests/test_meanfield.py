@@ -1,6 +1,7 @@
 """Mean-field natural-gradient baselines: VOGN (SLANG at rank 0), Vprop and Vadam."""
 
 import inspect
+import pickle
 import re
 import warnings
 
@@ -466,3 +467,18 @@ def test_diabetes_r2_is_sensible(quiet, Reg, extra):
     mean, std = reg.predict(Xte, return_std=True)
     assert np.all(np.isfinite(mean)) and np.all(std > 0)
     assert reg.score(Xte, yte) > 0.3  # linear models reach about 0.4 on this split
+
+
+def test_vadam_state_saved_before_v_was_kept_continues_the_same_fit(quiet):
+    """A Vadam state from before the data's average ``v`` was kept apart (only ``s`` and ``s0``)
+    continues as the current state does: ``v`` is recovered as ``s - gamma_2^(t-1) s0``."""
+    X, y = _small_data("logreg")
+    kw = dict(hidden_layer_sizes=(4,), max_iter=2, tol=None, random_state=0)
+    a = VadamClassifier(**kw).fit(X, y)
+    b = pickle.loads(pickle.dumps(a))
+    del b._state["v"]
+    for est in (a, b):
+        est.set_params(warm_start=True, max_iter=1).fit(X, y)
+    assert "v" in b._state
+    np.testing.assert_allclose(b.posterior_.mean, a.posterior_.mean, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(b._state["v"], a._state["v"], rtol=1e-10, atol=1e-14)
