@@ -75,6 +75,11 @@ INPUT_SCALE = (1e-3, 1e3)
 
 LARGE_NETWORK_WEIGHTS = _memory.LARGE_NETWORK_WEIGHTS
 
+#: ``learning_rate='auto'`` of the Adam-trained estimators (BBB, MC dropout) by network size:
+#: 0.01 below ``LARGE_NETWORK_WEIGHTS`` weights, 0.001 from there on (the defaults protocol's
+#: image group, with the full-scale target as its constraint).
+ADAM_AUTO_LEARNING_RATE = (0.01, 0.001)
+
 #: A classifier warns that ``y`` looks like a regression target when its labels are numbers,
 #: more than ``REGRESSION_LIKE_CLASSES`` classes, with fewer than ``REGRESSION_LIKE_ROWS`` rows each.
 REGRESSION_LIKE_CLASSES, REGRESSION_LIKE_ROWS = 20, 5

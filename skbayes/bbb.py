@@ -2,7 +2,12 @@
 reparameterised gradients and Adam, with the local reparameterisation trick."""
 
 from ._docs import estimator_doc
-from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
+from ._estimator import (
+    ADAM_AUTO_LEARNING_RATE,
+    BayesianNetworkClassifier,
+    BayesianNetworkRegressor,
+    store_init_params,
+)
 from ._families import BBBFamily
 
 _BODY = """
@@ -19,15 +24,10 @@ of the documentation.
 """
 
 
-#: ``learning_rate='auto'`` by network size: Adam's step of 0.01 below ``LARGE_NETWORK_WEIGHTS``
-#: weights, 0.001 from there on (the defaults protocol's image group).
-_AUTO_LEARNING_RATE = (0.01, 0.001)
-
-
 class BBBRegressor(BayesianNetworkRegressor):
     _family = BBBFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 0.1), "predictive": ("glm", "glm"), "learning_rate": _AUTO_LEARNING_RATE}
+    _auto_by_size = {"kl_weight": (0.1, 0.1), "predictive": ("glm", "glm"), "learning_rate": ADAM_AUTO_LEARNING_RATE}
 
     def __init__(
         self,
@@ -66,7 +66,7 @@ class BBBRegressor(BayesianNetworkRegressor):
 class BBBClassifier(BayesianNetworkClassifier):
     _family = BBBFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 0.3), "predictive": ("glm", "glm"), "learning_rate": _AUTO_LEARNING_RATE}
+    _auto_by_size = {"kl_weight": (0.1, 0.3), "predictive": ("glm", "glm"), "learning_rate": ADAM_AUTO_LEARNING_RATE}
 
     def __init__(
         self,

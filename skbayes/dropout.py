@@ -2,7 +2,12 @@
 weight decay, with dropout kept on at prediction."""
 
 from ._docs import estimator_doc
-from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
+from ._estimator import (
+    ADAM_AUTO_LEARNING_RATE,
+    BayesianNetworkClassifier,
+    BayesianNetworkRegressor,
+    store_init_params,
+)
 from ._families import DropoutFamily
 
 _BODY = """
@@ -18,15 +23,10 @@ of the documentation.
 """
 
 
-#: ``learning_rate='auto'`` by network size: Adam's step of 0.01 below ``LARGE_NETWORK_WEIGHTS``
-#: weights, 0.001 from there on (the defaults protocol's image group).
-_AUTO_BY_SIZE = {**BayesianNetworkRegressor._auto_by_size, "learning_rate": (0.01, 0.001)}
-
-
 class MCDropoutRegressor(BayesianNetworkRegressor):
     _family = DropoutFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = _AUTO_BY_SIZE
+    _auto_by_size = {"learning_rate": ADAM_AUTO_LEARNING_RATE}
 
     def __init__(
         self,
@@ -64,7 +64,7 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
 class MCDropoutClassifier(BayesianNetworkClassifier):
     _family = DropoutFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = _AUTO_BY_SIZE
+    _auto_by_size = {"learning_rate": ADAM_AUTO_LEARNING_RATE}
 
     def __init__(
         self,
