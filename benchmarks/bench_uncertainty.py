@@ -125,6 +125,7 @@ from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
 from _harness import REGISTRY_GAUSSIAN, REGISTRY_METHODS, apply_overrides, library_version, mean_se, parse_overrides
 from bench_fashion import read_idx
+from sklearn.exceptions import ConvergenceWarning
 
 # skbayes's methods: these first, then any other network method of the registry
 SKB = ("slang", "vogn", "vadam", "bbb", "mcdropout", "kfac", "ekfac")
@@ -890,7 +891,9 @@ def sweep_candidates(methods, grid):
             params = dict(zip(names, values))
             label = f"{m}[" + ",".join(f"{k}={v}" for k, v in params.items()) + "]"
             try:
-                cls(**extra, hidden_layer_sizes=(4,), max_iter=1, random_state=0).set_params(**params).fit(X, y)
+                with warnings.catch_warnings():  # a 1-epoch check fit: its ConvergenceWarning is expected
+                    warnings.simplefilter("ignore", ConvergenceWarning)
+                    cls(**extra, hidden_layer_sizes=(4,), max_iter=1, random_state=0).set_params(**params).fit(X, y)
             except (ValueError, TypeError) as exc:  # InvalidParameterError is both
                 skipped.append(f"skipped {label}, rejected: {type(exc).__name__}: {str(exc).splitlines()[0][:150]}")
                 continue

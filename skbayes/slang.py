@@ -79,7 +79,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         max_iter="auto",
         batch_size="auto",
         mc_samples=1,
-        predict_samples=100,
+        predict_samples="auto",
         init="iblm",
         iblm_batch_size=128,
         kl_annealing=None,

@@ -119,7 +119,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         max_iter=200,
         batch_size="auto",
         mc_samples=1,
-        predict_samples=100,
+        predict_samples="auto",
         init="iblm",
         iblm_batch_size=128,
         kl_annealing=None,
