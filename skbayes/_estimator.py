@@ -1104,17 +1104,22 @@ class BayesianNetwork(BaseEstimator):
             return self._predictive_outputs(self._tensor(X), n_samples, seed)
 
     def _predictive_outputs(
-        self, Xt: torch.Tensor, n_samples: int | None = None, seed: int | None = None
+        self,
+        Xt: torch.Tensor,
+        n_samples: int | None = None,
+        seed: int | None = None,
+        samples: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """Outputs ``(S, rows, n_outputs)`` under the predictive in use: the network at weight
-        samples, or draws of the linearised network's Gaussian outputs (``predictive='glm'``)."""
+        samples (``samples``: see :meth:`_outputs`), or draws of the linearised network's
+        Gaussian outputs (``predictive='glm'``)."""
         if self._uses_glm():
             mean, cov = self._glm_moments_t(Xt)
             S = self._n_predict_samples() if n_samples is None else int(n_samples)
             seed = self._predict_seed if seed is None else seed
             gen = torch.Generator(device=self._device).manual_seed(int(seed))
             return gaussian_draws(mean, cov, S, gen)
-        return self._outputs(Xt, n_samples, seed)
+        return self._outputs(Xt, n_samples, seed, samples=samples)
 
     def _uses_glm(self) -> bool:
         """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
@@ -1161,16 +1166,20 @@ class BayesianNetwork(BaseEstimator):
         of rows. ``reduce`` returns a tuple of per-row results (rows first); the chunks'
         results are written into result arrays on the CPU allocated once (many small per-chunk
         results kept alive between the chunks' large temporaries fragment the C heap: RSS grew
-        by 1 GiB over 2 million rows). Every chunk draws the same weight samples, so the
-        result equals that of one chunk."""
+        by 1 GiB over 2 million rows). Every chunk takes the same weight samples, so the
+        result equals that of one chunk: they are drawn once and kept for the later chunks
+        when they take at most ``PREDICT_CHUNK_BYTES`` (else each chunk draws them again)."""
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
         rows = self._chunk_rows(n_samples)
         n = X.shape[0]
         results: list[_Rows] = []
+        S = self._n_predict_samples() if n_samples is None else int(n_samples)
+        keep = n > rows and S * int(self.posterior_.n_params) * self._dtype.itemsize <= _memory.PREDICT_CHUNK_BYTES
+        samples: list[torch.Tensor] | None = [] if keep else None
         with limit_torch_threads():
             for r0 in range(0, n, rows):
-                out = reduce(self._predictive_outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed))
+                out = reduce(self._predictive_outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed, samples))
                 if not results:  # the whole result is allocated once, before the chunks fill it
                     results = [_empty_rows_like(o, n) for o in out]
                 for dest, o in zip(results, out):
@@ -1183,18 +1192,26 @@ class BayesianNetwork(BaseEstimator):
         n_samples: int | None = None,
         seed: int | None = None,
         posterior: PosteriorTensors | None = None,
+        samples: list[torch.Tensor] | None = None,
     ) -> torch.Tensor:
         """Network outputs ``(S, rows, n_outputs)`` at ``S`` weight samples (``predict_samples``
         unless ``n_samples``) of ``posterior`` (default ``posterior_``), drawn from a
-        generator seeded with ``seed`` (default: the fit's prediction seed)."""
+        generator seeded with ``seed`` (default: the fit's prediction seed). ``samples``: a
+        list that keeps the drawn blocks of 16 weight samples, reused by later calls with the
+        same list (the same draws: a prediction's row chunks draw them once)."""
         S = self._n_predict_samples() if n_samples is None else int(n_samples)
         seed = self._predict_seed if seed is None else seed
         gen = torch.Generator(device=self._device).manual_seed(int(seed))
         posterior = self.posterior_ if posterior is None else posterior
         outs = []
         with torch.no_grad():
-            for s0 in range(0, S, 16):
-                theta = posterior.sample_t(min(16, S - s0), generator=gen)
+            for i, s0 in enumerate(range(0, S, 16)):
+                if samples is not None and i < len(samples):
+                    theta = samples[i]
+                else:
+                    theta = posterior.sample_t(min(16, S - s0), generator=gen)
+                    if samples is not None:
+                        samples.append(theta)
                 rows = [self._forward(theta, Xt[r0 : r0 + 2048]) for r0 in range(0, Xt.shape[0], 2048)]
                 outs.append(torch.cat(rows, 1))
         f = torch.cat(outs, 0)

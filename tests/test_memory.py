@@ -203,6 +203,31 @@ def test_prediction_in_row_chunks_equals_one_chunk(Est, monkeypatch):
         np.testing.assert_allclose(small[m], whole[m], rtol=0, atol=64 * eps * scale)
 
 
+def test_row_chunks_draw_the_weight_samples_once(monkeypatch):
+    """A prediction over many row chunks draws its weight samples once (blocks of 16, kept
+    for the later chunks) and gives the results of one chunk (to the roundoff of matrix
+    products over fewer rows)."""
+    X, y = _data(skbayes.VOGNClassifier, n=50)
+    X, y = np.tile(X, (10, 1)), np.tile(y, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = skbayes.VOGNClassifier(hidden_layer_sizes=(8,), max_iter=3, predict_samples=40, random_state=0)
+        est.fit(X, y)
+    whole = est.predict_proba(X)
+    calls = []
+    sample_t = type(est.posterior_).sample_t
+
+    def spy(self, n, generator=None, **kw):
+        calls.append(n)
+        return sample_t(self, n, generator=generator, **kw)
+
+    monkeypatch.setattr(type(est.posterior_), "sample_t", spy)
+    monkeypatch.setattr(_memory, "row_chunk", lambda *args: 60)
+    assert est._chunk_rows() == 60 < len(y)
+    np.testing.assert_allclose(est.predict_proba(X), whole, rtol=0, atol=64 * np.finfo(np.float64).eps)
+    assert calls == [16, 16, 8]
+
+
 def test_chunk_rows_bound_the_outputs_memory():
     """A chunk's outputs under all weight samples fit in the budget, whatever the classes."""
     for S, k in [(100, 1), (100, 10_000), (10, 3)]:
