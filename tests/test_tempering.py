@@ -284,7 +284,7 @@ PROTOCOL_DEFAULTS = {
     VOGNRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     NoisyKFACClassifier: ((1.0, "sampled"), (1.0, "sampled")),
     NoisyKFACRegressor: ((1.0, "sampled"), (1.0, "sampled")),
-    NoisyEKFACClassifier: ((1.0, "sampled"), (0.03, "glm")),
+    NoisyEKFACClassifier: ((0.1, "glm"), (0.03, "glm")),
     NoisyEKFACRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     BBBClassifier: ((0.1, "glm"), (0.3, "glm")),
     BBBRegressor: ((0.1, "glm"), (0.1, "glm")),
