@@ -4,6 +4,7 @@ weight decay, with dropout kept on at prediction."""
 from ._docs import estimator_doc
 from ._estimator import (
     ADAM_AUTO_LEARNING_RATE,
+    MC_DROPOUT_AUTO_RATE,
     BayesianNetworkClassifier,
     BayesianNetworkRegressor,
     store_init_params,
@@ -26,7 +27,7 @@ of the documentation.
 class MCDropoutRegressor(BayesianNetworkRegressor):
     _family = DropoutFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"learning_rate": ADAM_AUTO_LEARNING_RATE}
+    _auto_by_size = {"learning_rate": ADAM_AUTO_LEARNING_RATE, "dropout": MC_DROPOUT_AUTO_RATE}
 
     def __init__(
         self,
@@ -34,7 +35,7 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
         hidden_layer_sizes=(50,),
         activation="relu",
         module=None,
-        dropout=0.1,
+        dropout="auto",
         input_dropout=0.0,
         prior_precision=1.0,
         learning_rate="auto",
@@ -64,7 +65,7 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
 class MCDropoutClassifier(BayesianNetworkClassifier):
     _family = DropoutFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"learning_rate": ADAM_AUTO_LEARNING_RATE}
+    _auto_by_size = {"learning_rate": ADAM_AUTO_LEARNING_RATE, "dropout": MC_DROPOUT_AUTO_RATE}
 
     def __init__(
         self,
@@ -72,7 +73,7 @@ class MCDropoutClassifier(BayesianNetworkClassifier):
         hidden_layer_sizes=(50,),
         activation="relu",
         module=None,
-        dropout=0.1,
+        dropout="auto",
         input_dropout=0.0,
         prior_precision=1.0,
         learning_rate="auto",

@@ -140,6 +140,31 @@ def test_adam_learning_rate_auto_by_size(Est, hidden):
         Est(learning_rate="fast").fit(X, y)
 
 
+@pytest.mark.parametrize("Est", [MCDropoutClassifier, MCDropoutRegressor])
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_mc_dropout_rate_auto_by_size(Est, hidden):
+    """MC dropout's 'auto' rate is 0.02 below LARGE_NETWORK_WEIGHTS and 0.1 from there on (the
+    small groups' and the image group's choices): the fit and its predictions equal the explicit
+    rate's bit for bit, the fitted masks drop at that rate, and the other size's rate differs."""
+    X, y = _data()
+    if Est is MCDropoutRegressor:
+        y = X[:, 0] - X[:, 1]
+    rate, other_rate = (0.1, 0.02) if hidden == (700,) else (0.02, 0.1)
+    assert Est().get_params()["dropout"] == "auto"
+    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        auto = Est(**common).fit(X, y)
+        explicit = Est(**common, dropout=rate).fit(X, y)
+        other = Est(**common, dropout=other_rate).fit(X, y)
+    assert auto.dropout == "auto"
+    assert [g[-1] for g in auto.posterior_.groups] == [rate]
+    np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
+    np.testing.assert_array_equal(auto.predict(X), explicit.predict(X))
+    assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
+
+
 CLASSIFIERS = [e.estimator for e in all_estimators(network=True) if e.estimator.__name__.endswith("Classifier")]
 REGRESSORS = [e.estimator for e in all_estimators(network=True) if e.estimator.__name__.endswith("Regressor")]
 

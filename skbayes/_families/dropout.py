@@ -41,7 +41,7 @@ class DropoutFamily(PosteriorFamily[DropoutPosterior]):
     param_docs = {
         **FIRST_ORDER_DOCS,
         "dropout": E(
-            "float",
+            "float or 'auto'",
             """
             Drop probability ``p`` of the inputs of every ``Linear`` layer except the
             one that receives the network input, i.e. of the hidden units (the
@@ -52,7 +52,8 @@ class DropoutFamily(PosteriorFamily[DropoutPosterior]):
             counts as the input layer); convolutions and other layers are not
             dropped (their weights are point estimates). The module must not contain
             ``nn.Dropout`` layers of its own (they would draw from PyTorch's global
-            generator): fit raises a ValueError.""",
+            generator): fit raises a ValueError. 'auto' is the rate the defaults
+            protocol chose for this estimator: {auto_dropout}""",
         ),
         "input_dropout": E(
             "float",
