@@ -60,6 +60,7 @@ TABLE = {
     "beta": [0.01, 0.02],
     "max_iter": [3],
     "tol": [1e-4, None],
+    "dropout": [0.05, "auto"],
 }
 #: ``warm_start`` is the switch under test itself.
 SWITCH = "warm_start"

@@ -88,7 +88,8 @@ def test_kfac_covariance_and_precision_equal_kronecker_formula():
 
 
 def test_ekfac_covariance_equals_eigenbasis_formula():
-    est = _fit(NoisyEKFACClassifier, eig_interval=100, rescale_reset_interval=None)
+    # kl_weight=1: the untempered formula (the classifier's small-network 'auto' is 0.1)
+    est = _fit(NoisyEKFACClassifier, kl_weight=1.0, eig_interval=100, rescale_reset_interval=None)
     N = 60
     g_in = 1.0 / N
 
@@ -355,6 +356,7 @@ def test_mean_step_equals_dense_preconditioned_step(monkeypatch, Est):
         learning_rate=0.3,
         kl_clip=None,
         damping=0.01,
+        kl_weight=1.0,  # the untempered step (the EK-FAC classifier's small-network 'auto' is 0.1)
         random_state=0,
     )
     if Est is NoisyEKFACClassifier:
