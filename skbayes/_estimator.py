@@ -1254,7 +1254,10 @@ class BayesianNetwork(BaseEstimator):
         X : array-like of shape (n_rows, n_features)
             Inputs.
         n_samples : int, default=None
-            Number of weight samples; None uses ``predict_samples``.
+            Number of weight samples; None uses the prediction methods' number
+            (``predict_samples``; a classifier's ``'auto'`` is up to 1000 on small
+            networks, and the result holds ``n_samples x n_rows x n_outputs`` values:
+            pass a smaller number for many rows).
         random_state : int, RandomState instance or None, default=None
             Seeds the weight samples. None gives the samples the prediction
             methods use (fixed at fit time), so the result is deterministic.
