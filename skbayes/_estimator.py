@@ -1173,14 +1173,14 @@ class BayesianNetwork(BaseEstimator):
         results kept alive between the chunks' large temporaries fragment the C heap: RSS grew
         by 1 GiB over 2 million rows). Every chunk takes the same weight samples, so the
         result equals that of one chunk: they are drawn once and kept for the later chunks
-        when they take at most ``PREDICT_CHUNK_BYTES`` (else each chunk draws them again)."""
+        when they take at most ``PREDICT_SAMPLES_BYTES`` (else each chunk draws them again)."""
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
         rows = self._chunk_rows(n_samples)
         n = X.shape[0]
         results: list[_Rows] = []
         S = self._n_predict_samples() if n_samples is None else int(n_samples)
-        keep = n > rows and S * int(self.posterior_.n_params) * self._dtype.itemsize <= _memory.PREDICT_CHUNK_BYTES
+        keep = n > rows and S * int(self.posterior_.n_params) * self._dtype.itemsize <= _memory.PREDICT_SAMPLES_BYTES
         samples: list[torch.Tensor] | None = [] if keep else None
         with limit_torch_threads():
             for r0 in range(0, n, rows):

@@ -226,6 +226,11 @@ def test_row_chunks_draw_the_weight_samples_once(monkeypatch):
     assert est._chunk_rows() == 60 < len(y)
     np.testing.assert_allclose(est.predict_proba(X), whole, rtol=0, atol=64 * np.finfo(np.float64).eps)
     assert calls == [16, 16, 8]
+    # draws larger than PREDICT_SAMPLES_BYTES are made again for every chunk, with the same result
+    calls.clear()
+    monkeypatch.setattr(_memory, "PREDICT_SAMPLES_BYTES", 40 * est.posterior_.n_params * 8 - 1)
+    np.testing.assert_allclose(est.predict_proba(X), whole, rtol=0, atol=64 * np.finfo(np.float64).eps)
+    assert calls == [16, 16, 8] * int(np.ceil(len(y) / 60))
 
 
 def test_chunk_rows_bound_the_outputs_memory():
