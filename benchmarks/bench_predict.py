@@ -76,7 +76,7 @@ def main():
         ):
             est = cls(hidden_layer_sizes=(400, 400), max_iter=1, batch_size=200, dtype="float32", random_state=0)
             est.fit(X, y)
-            S = int(est.predict_samples)
+            S = est.sample_outputs(Xt[:1]).shape[0]  # the draws a prediction averages ('auto' resolved)
             call = est.predict_proba if task == "predict_proba" else (lambda A, e=est: e.predict(A, return_std=True))
             call(Xt[:100])
             plain, ours = [], []
