@@ -116,24 +116,30 @@ def test_vadam_learning_rate_auto_by_size_and_method(Est, hidden):
     np.testing.assert_array_equal(vprop_auto.posterior_.mean, vprop.posterior_.mean)
 
 
+def _auto_explicit_other(Est, hidden, name, value, other_value):
+    """Fits (2 epochs, seed 0) at the default 'auto' of ``name``, at ``value`` and at
+    ``other_value``, on data for ``Est``'s task; returns the three estimators and ``(X, y)``."""
+    X, y = _data()
+    if Est in (BBBRegressor, MCDropoutRegressor):
+        y = X[:, 0] - X[:, 1]
+    assert Est().get_params()[name] == "auto"
+    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        fits = [Est(**common).fit(X, y)] + [Est(**common, **{name: v}).fit(X, y) for v in (value, other_value)]
+    assert getattr(fits[0], name) == "auto"  # the parameter is left as given
+    return (*fits, X, y)
+
+
 @pytest.mark.parametrize("Est", [BBBClassifier, BBBRegressor, MCDropoutClassifier, MCDropoutRegressor])
 @pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
 def test_adam_learning_rate_auto_by_size(Est, hidden):
     """BBB's and MC dropout's 'auto' Adam step is 0.01 below LARGE_NETWORK_WEIGHTS and 0.001 from
     there on (the image group), bit for bit, and the other size's step gives another fit."""
-    X, y = _data()
-    if Est in (BBBRegressor, MCDropoutRegressor):
-        y = X[:, 0] - X[:, 1]
     large = hidden == (700,)
-    assert Est().get_params()["learning_rate"] == "auto"
-    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PoorFitWarning)
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        auto = Est(**common).fit(X, y)
-        explicit = Est(**common, learning_rate=0.001 if large else 0.01).fit(X, y)
-        other = Est(**common, learning_rate=0.01 if large else 0.001).fit(X, y)
-    assert auto.learning_rate == "auto"  # the parameter is left as given
+    step, other_step = (0.001, 0.01) if large else (0.01, 0.001)
+    auto, explicit, other, X, y = _auto_explicit_other(Est, hidden, "learning_rate", step, other_step)
     np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
     assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
     with pytest.raises(ValueError, match="learning_rate"):
@@ -146,19 +152,8 @@ def test_mc_dropout_rate_auto_by_size(Est, hidden):
     """MC dropout's 'auto' rate is 0.02 below LARGE_NETWORK_WEIGHTS and 0.1 from there on (the
     small groups' and the image group's choices): the fit and its predictions equal the explicit
     rate's bit for bit, the fitted masks drop at that rate, and the other size's rate differs."""
-    X, y = _data()
-    if Est is MCDropoutRegressor:
-        y = X[:, 0] - X[:, 1]
     rate, other_rate = (0.1, 0.02) if hidden == (700,) else (0.02, 0.1)
-    assert Est().get_params()["dropout"] == "auto"
-    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", PoorFitWarning)
-        warnings.simplefilter("ignore", ConvergenceWarning)
-        auto = Est(**common).fit(X, y)
-        explicit = Est(**common, dropout=rate).fit(X, y)
-        other = Est(**common, dropout=other_rate).fit(X, y)
-    assert auto.dropout == "auto"
+    auto, explicit, other, X, y = _auto_explicit_other(Est, hidden, "dropout", rate, other_rate)
     assert [g[-1] for g in auto.posterior_.groups] == [rate]
     np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
     np.testing.assert_array_equal(auto.predict(X), explicit.predict(X))
