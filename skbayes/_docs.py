@@ -351,7 +351,7 @@ CLASSIFIER_PARAMS: dict[str, Entry] = {
         of up to 4,000 weights, ``4,000,000 // D`` on a network of ``D`` weights above
         that and 100 from 40,000 weights on (prediction time is linear in it). The
         averaged probabilities are Monte Carlo estimates whose log-loss is biased
-        upwards, less with more samples; under shift 100 samples were 0.3-5 nats above
+        upwards, less with more samples; at the strongest shift 100 samples were 0.3-5 nats above
         1000 on digits.""",
     ),
 }
