@@ -302,6 +302,7 @@ def run_epoch(
             mc_samples=int(settings.mc_samples),
             prior_precision=prior_precision,
             weights=wb,
+            epoch=state.n_iter + start / N,
         )
         try:
             with torch.no_grad():

@@ -49,6 +49,7 @@ TABLE = {
     "kl_annealing": [(1.0, 1.0, 1.0)],
     "learning_rate": [0.01, 0.02],
     "lr_decay": [0.5],
+    "decay_epochs": [50.0, None],
     "method": ["vprop"],
     "noise_precision": [10.0],
     "noise_prior": [(2.0, 2.0)],

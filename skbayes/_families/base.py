@@ -68,6 +68,9 @@ class StepContext:
     kl_scale : float
         KL annealing factor at step ``t`` (1 without annealing): the KL term's weight at
         the step is ``kl_weight * kl_scale`` (:meth:`PosteriorFamily.kl_factor`).
+    epoch : float
+        Passes through the training rows completed before this step, fractional
+        (``epochs done + rows of this epoch already seen / rows``).
     mc_samples : int
         Weight samples ``S`` per step.
     prior_precision : float or Tensor of shape (D,)
@@ -93,6 +96,7 @@ class StepContext:
     mc_samples: int
     prior_precision: float | torch.Tensor = 1.0
     weights: torch.Tensor | None = None
+    epoch: float = 0.0
 
 
 @dataclass

@@ -41,6 +41,7 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
         "stats_interval": _INTERVAL,
         "kl_clip": [Interval(numbers.Real, 0, None, closed="neither"), NONE],
+        "decay_epochs": [Interval(numbers.Real, 0, None, closed="neither"), NONE],
         "fisher": [Options(("true", "empirical"))],
         "inv_interval": _INTERVAL,
     }
@@ -49,6 +50,7 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
     momentum: float
     stats_interval: int
     kl_clip: float | None
+    decay_epochs: float | None
     fisher: str
     inv_interval: int
     step_size_names = ("damping",)
@@ -91,6 +93,19 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
             K-FAC's trust region: the preconditioned step is shrunk so that
             ``alpha^2 step^T F step <= kl_clip`` (the value of the noisy K-FAC code).
             Flat directions of deep networks otherwise get huge steps; None disables it.""",
+        ),
+        "decay_epochs": E(
+            "float or None",
+            """
+            Decay of the mean step: after ``e`` passes through the data (fractional)
+            each step is scaled by ``1 / (1 + e / decay_epochs)``, after the trust
+            region and before the momentum, so the learning rate and ``kl_clip`` decay
+            together. None keeps the step constant (the papers' algorithms). With a
+            constant step the mean keeps moving: on small data sets the fitted
+            posterior then depends on the epoch the fit stops at (digits: test
+            log-loss 0.10-0.19 between snapshots 20 epochs apart, 0.08-0.11 at
+            ``decay_epochs=100``). ``NoisyKFACClassifier`` defaults to 100, chosen by
+            the defaults protocol; the other Kronecker estimators to None.""",
         ),
         "fisher": E(
             "{'true', 'empirical'}",
@@ -386,6 +401,8 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
             # K-FAC's trust region (Ba et al., 2017; the noisy K-FAC code uses 1e-3): rescale
             # the step so that its predicted change alpha^2 step^T F step stays below kl_clip.
             clip = min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))
+        if self.decay_epochs is not None:  # the step decays as 1 / (1 + epochs / decay_epochs)
+            clip = clip / (1.0 + ctx.epoch / float(self.decay_epochs))
         mom = torch.add(state["momentum"] * float(self.momentum), step, alpha=clip)
         state["momentum"] = mom
         post.mean_t = torch.add(post.mean_t, mom, alpha=alpha)
