@@ -79,9 +79,7 @@ def main():
         if not len(late):
             continue
         a, b = late[:, 0], late[:, 1]
-        print(
-            f"| {decay} | {split} | {a.mean():.3f} | {np.ptp(a):.3f} | {b.mean():.2f} | {np.ptp(b):.2f} |"
-        )
+        print(f"| {decay} | {split} | {a.mean():.3f} | {np.ptp(a):.3f} | {b.mean():.2f} | {np.ptp(b):.2f} |")
     print(f"\ntotal wall time {time.perf_counter() - t0:.0f} s")
 
 
