@@ -302,7 +302,9 @@ def run_epoch(
             mc_samples=int(settings.mc_samples),
             prior_precision=prior_precision,
             weights=wb,
-            epoch=state.n_iter + start / N,
+            # passes through the data so far: a stream's (partial_fit) are its rows processed
+            # over the rows it stands for, whatever the number of calls
+            epoch=state.n_iter + start / N if n_total is None else state.t * batch_size / float(n_total),
         )
         try:
             with torch.no_grad():

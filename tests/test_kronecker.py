@@ -550,3 +550,36 @@ def test_kfac_classifier_default_decay_settles_the_posterior():
             mean[decay] = float(np.mean(losses))
         assert mean[100] < mean[None], (seed, mean)
     assert spread[100] < 0.8 * spread[None], spread
+
+
+def test_decay_epochs_counts_passes_through_a_stream(monkeypatch):
+    """partial_fit: the step decay's epochs are passes through the stream, not calls."""
+    seen = []
+    step = kfac_mod.KFACFamily.step
+
+    def spy(self, post, state, Xb, yb, ctx):
+        seen.append(ctx.epoch)
+        return step(self, post, state, Xb, yb, ctx)
+
+    monkeypatch.setattr(kfac_mod.KFACFamily, "step", spy)
+    X, y = _data(n=200)
+    est = NoisyKFACClassifier(hidden_layer_sizes=(4,), batch_size=10, iblm_batch_size=16, random_state=0)
+    for _ in range(2):  # two passes over ten chunks of 20 rows of a stream of 200
+        for c in range(10):
+            rows = slice(20 * c, 20 * (c + 1))
+            est.partial_fit(X[rows], y[rows], classes=np.unique(y), n_samples_total=200)
+    # 20 steps of 10 rows per pass
+    assert seen[19] == pytest.approx(19 * 10 / 200)
+    assert seen[-1] == pytest.approx(39 * 10 / 200)
+    # without n_samples_total a stream stands for the rows seen so far (every call's rows are new)
+    seen.clear()
+    est = NoisyKFACClassifier(hidden_layer_sizes=(4,), batch_size=10, iblm_batch_size=16, random_state=0)
+    for c in range(20):
+        est.partial_fit(X[10 * c : 10 * (c + 1)], y[10 * c : 10 * (c + 1)], classes=np.unique(y))
+    assert seen[-1] == pytest.approx(19 * 10 / 200)
+    fit = NoisyKFACClassifier(hidden_layer_sizes=(4,), batch_size=10, max_iter=2, random_state=0)
+    seen.clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit.fit(X, y)
+    np.testing.assert_allclose(seen, np.arange(40) / 20)

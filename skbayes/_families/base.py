@@ -70,7 +70,8 @@ class StepContext:
         the step is ``kl_weight * kl_scale`` (:meth:`PosteriorFamily.kl_factor`).
     epoch : float
         Passes through the training rows completed before this step, fractional
-        (``epochs done + rows of this epoch already seen / rows``).
+        (``epochs done + rows of this epoch already seen / rows``; for a stream,
+        ``partial_fit``, the rows of all its steps so far over the rows it stands for).
     mc_samples : int
         Weight samples ``S`` per step.
     prior_precision : float or Tensor of shape (D,)

@@ -97,8 +97,10 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
         "decay_epochs": E(
             "float or None",
             """
-            Decay of the mean step: after ``e`` passes through the data (fractional)
-            each step is scaled by ``1 / (1 + e / decay_epochs)``, after the trust
+            Decay of the mean step: after ``e`` passes through the data (fractional;
+            for ``partial_fit``, the rows processed over ``n_samples_total``, or over
+            the rows seen when it is None) each step is scaled by
+            ``1 / (1 + e / decay_epochs)``, after the trust
             region and before the momentum, so the learning rate and ``kl_clip`` decay
             together. None keeps the step constant (the papers' algorithms). With a
             constant step the mean keeps moving: on small data sets the fitted
