@@ -258,9 +258,6 @@ class BayesianNetwork(BaseEstimator):
     _auto_batch_size: int = 64
     #: Class attributes passed to the family as fixed parameters (e.g. VOGN's ``rank``).
     _fixed_params: tuple[str, ...] = ()
-    #: Parameters added after models could be saved, with the value that gives the earlier
-    #: behaviour: a model unpickled from a save without them gets that value.
-    _params_added: dict[str, Any] = {}
     #: What ``'auto'`` means for ``kl_weight`` and ``predictive``: ``(small, large)``, the values
     #: the defaults protocol chose for networks of fewer than :data:`LARGE_NETWORK_WEIGHTS`
     #: weights and for larger ones (docs/uncertainty.md, "Defaults chosen by the protocol").
@@ -323,7 +320,7 @@ class BayesianNetwork(BaseEstimator):
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         state = dict(state)
-        for name, before in self._params_added.items():  # saved before the parameter existed
+        for name, before in self._family.params_added.items():  # saved before the parameter existed
             state.setdefault(name, before)
         portable = state.pop("_skbayes_state", None)
         super().__setstate__(state)

@@ -38,7 +38,6 @@ CLASSIFIER_DECAY_EPOCHS = 100
 class NoisyKFACRegressor(BayesianNetworkRegressor):
     _family = KFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
-    _params_added = {"decay_epochs": None}  # the constant step of earlier saves
 
     def __init__(
         self,
@@ -84,7 +83,6 @@ class NoisyKFACRegressor(BayesianNetworkRegressor):
 class NoisyKFACClassifier(BayesianNetworkClassifier):
     _family = KFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
-    _params_added = {"decay_epochs": None}  # the constant step of earlier saves
 
     def __init__(
         self,
@@ -128,7 +126,6 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
 class NoisyEKFACRegressor(BayesianNetworkRegressor):
     _family = EKFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
-    _params_added = {"decay_epochs": None}  # the constant step of earlier saves
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
     _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("sampled", "sampled")}
 
@@ -179,7 +176,6 @@ class NoisyEKFACRegressor(BayesianNetworkRegressor):
 class NoisyEKFACClassifier(BayesianNetworkClassifier):
     _family = EKFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
-    _params_added = {"decay_epochs": None}  # the constant step of earlier saves
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
     _auto_by_size = {"kl_weight": (0.1, 0.03), "predictive": ("glm", "glm")}
 

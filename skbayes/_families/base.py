@@ -159,6 +159,9 @@ class PosteriorFamily(Generic[P]):
     #: Parameters fixed in the posterior's structure when a fit starts (besides the network's,
     #: ``dtype`` and ``device``): a continuing fit cannot apply a change of them.
     structural_params: ClassVar[tuple[str, ...]] = ()
+    #: Parameters added after models could be saved, with the value that gives the earlier
+    #: behaviour: an estimator unpickled from a save without them gets that value.
+    params_added: ClassVar[dict[str, Any]] = {}
 
     #: Weight ``w`` of the KL term (every Gaussian family has the ``kl_weight`` parameter,
     #: which sets this attribute; MC dropout has none and keeps 1).

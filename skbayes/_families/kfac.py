@@ -54,6 +54,7 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
     fisher: str
     inv_interval: int
     step_size_names = ("damping",)
+    params_added = {"decay_epochs": None}  # saves from before it had the constant step
     param_docs = {
         "learning_rate": E(
             "float",
