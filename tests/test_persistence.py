@@ -160,21 +160,21 @@ def test_multi_output_regressor_round_trips(Est):
     assert loaded.predict(X).shape == (40, 2)
 
 
-def test_a_save_from_before_decay_epochs_loads_with_the_constant_step():
-    """A noisy K-FAC model saved before ``decay_epochs`` existed loads with None (the constant
-    step it was trained with), predicts as saved, and continues training."""
+@pytest.mark.parametrize("name", ["NoisyKFACClassifier", "SLANGClassifier"])
+def test_a_save_from_before_decay_epochs_loads_with_the_constant_step(name):
+    """A model saved before ``decay_epochs`` existed loads with None (the constant steps it
+    was trained with), predicts as saved, and continues training."""
     from sklearn.datasets import load_iris
 
-    from skbayes import NoisyKFACClassifier
-
+    cls = getattr(skbayes, name)
     X, y = load_iris(return_X_y=True)
-    est = NoisyKFACClassifier(hidden_layer_sizes=(5,), max_iter=3, predict_samples=20, random_state=0)
+    est = cls(hidden_layer_sizes=(5,), max_iter=3, predict_samples=20, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         est.fit(X, y)
     state = est.__getstate__()
     del state["decay_epochs"]  # as a save made before the parameter existed
-    old = NoisyKFACClassifier.__new__(NoisyKFACClassifier)
+    old = cls.__new__(cls)
     old.__setstate__(state)
     assert old.decay_epochs is None
     np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))

@@ -356,3 +356,34 @@ def test_fit_through_the_subspace_iteration_matches_the_exact_fit(monkeypatch):
     assert np.abs(P_fast - P_exact).max() < 1e-6 * np.abs(P_exact).max()
     np.testing.assert_allclose(fast.posterior_.mean, exact.posterior_.mean, rtol=0, atol=1e-6)
     np.testing.assert_allclose(fast.predict_proba(X), exact.predict_proba(X), rtol=0, atol=1e-6)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("rank", [0, 3])
+def test_decay_epochs_scales_both_step_sizes(rank):
+    """A step taken ``e`` epochs in with ``decay_epochs=E`` is, exactly, the constant-step
+    update with ``learning_rate`` and ``beta`` divided by ``1 + e / E``."""
+    import copy
+
+    from conftest import step_context
+    from sklearn.datasets import load_iris
+    from sklearn.preprocessing import StandardScaler
+
+    X, y = load_iris(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    kw = dict(hidden_layer_sizes=(4,), rank=rank, max_iter=1, batch_size=50, random_state=0, beta=0.05)
+    est = SLANGClassifier(decay_epochs=None, **kw).fit(X, y)
+    Xb = est._tensor(X[:50])
+    yb = est._target_tensor(np.searchsorted(est.classes_, y[:50]))
+    epoch, E = 1.5, 0.5
+    slow = 1.0 + epoch / E
+    results = []
+    for params in (dict(decay_epochs=E), dict(decay_epochs=None, learning_rate=0.01 / slow, beta=0.05 / slow)):
+        twin = copy.deepcopy(est).set_params(**params)
+        family, ctx = step_context(twin, torch.Generator().manual_seed(3), float(len(X)))
+        ctx.epoch = epoch
+        post, state = copy.deepcopy(est.posterior_), copy.deepcopy(est._state)
+        family.step(post, state, Xb, yb, ctx)
+        results.append((post.mean_t, post.U_t, post.d_t))
+    for a, b in zip(*results):
+        torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)

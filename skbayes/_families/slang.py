@@ -85,13 +85,16 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         "lr_decay": [Interval(numbers.Real, 0, None, closed="left"), NONE],
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
+        "decay_epochs": [Interval(numbers.Real, 0, None, closed="neither"), NONE],
     }
     rank: int
     beta: float
     momentum: float
     lr_decay: float | None
     damping: float
+    decay_epochs: float | None
     step_size_names = ("beta",)
+    params_added = {"decay_epochs": None}  # saves from before it had constant step sizes
 
     param_docs = {
         "module": E(
@@ -159,6 +162,20 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
             ``lambda``) is at most ``alpha |g| / gamma`` instead of
             ``alpha N |g| / lambda``, which grows with ``N``. ``0`` is the paper's
             update.""",
+        ),
+        "decay_epochs": E(
+            "float or None",
+            """
+            Decay of both step sizes over the passes through the data: after ``e``
+            passes (fractional; for ``partial_fit``, the rows processed over
+            ``n_samples_total``, or over the rows seen when it is None)
+            ``learning_rate`` and ``beta`` are scaled by ``1 / (1 + e / decay_epochs)``
+            (on top of ``lr_decay``). None keeps them constant (the paper's
+            algorithm). With constant steps the fit drifts after it has settled on
+            small data sets: the training objective rises again and the posterior
+            widens (digits: test log-loss 0.112 after 100 epochs, 0.21 after 240).
+            ``SLANGClassifier`` defaults to 30, chosen by the defaults protocol; the
+            regressors and VOGN to None.""",
         ),
         "init": E(
             "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
@@ -251,6 +268,9 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         else:
             beta = float(self.beta)
         beta = beta / decay
+        if self.decay_epochs is not None:  # both steps decay as 1 / (1 + epochs / decay_epochs)
+            slow = 1.0 + ctx.epoch / float(self.decay_epochs)
+            alpha, beta = alpha / slow, beta / slow
         lam = scaled_prior(ctx.prior_precision, 1.0)
         theta = post.sample_t(S, generator=ctx.generator)
         if ctx.weights is None:
