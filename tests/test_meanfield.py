@@ -62,7 +62,7 @@ def _small_data(kind, n=60, seed=0):
 def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     X, y = _small_data(kind)
     kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, beta=0.05, random_state=3)
-    own = {k: Vogn().get_params()[k] for k in ("kl_weight", "predictive", "prior_precision")}  # the regressor's own
+    own = {k: Vogn().get_params()[k] for k in ("kl_weight", "predictive", "prior_precision", "decay_epochs")}
     a, b = Vogn(**kw), Slang(rank=0, **kw, **own)
     for _epoch in range(4):  # 4 steps per epoch
         a.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
