@@ -93,10 +93,13 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     # same names, same defaults, except the mean's step size: rank 0 is stable at 0.05, SLANG's
     # low-rank steps need 0.01 (docs/slang.md); both precision steps are 'auto' (below 100,000
     # weights 0.05 for rank 0, 0.01 for SLANG's); and the regressor's kl_weight, predictive and
-    # prior, chosen for each by the defaults protocol (docs/uncertainty.md)
+    # prior, and SLANGClassifier's step decay, chosen for each by the defaults protocol
+    # (docs/uncertainty.md)
     assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
     assert slang["learning_rate"] == 0.01 and slang["beta"] == "auto"
+    assert est.get_params()["decay_epochs"] is None
     own = {"kl_weight": 0.3, "predictive": "sampled", "prior_precision": "auto"} if Vogn is VOGNRegressor else {}
+    own["decay_epochs"] = None
     assert {k: est.get_params()[k] for k in own} == own
     slang_own = {k: slang[k] for k in own}
     assert {**est.get_params(), "learning_rate": 0.01, **slang_own} == slang
@@ -162,7 +165,8 @@ def test_slang_auto_beta_caps_its_own_rate(monkeypatch):
 
     seen = _spy_precision_steps(monkeypatch)
     X, y = _small_data("logreg", n=400)
-    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0)
+    # constant steps: the classifier's default decay_epochs would scale beta within the epoch
+    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0, decay_epochs=None)
     assert SLANGClassifier().get_params()["beta"] == "auto"
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
