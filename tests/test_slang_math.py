@@ -138,6 +138,7 @@ def test_full_rank_reproduces_dense_vogn_step_for_step(monkeypatch, momentum, da
     N, D = X.shape[0], X.shape[1] + 1
     lam, alpha, beta, S = 0.5, 0.1, 0.2, 3
     est = SLANGClassifier(
+        decay_epochs=None,  # the paper's constant steps
         hidden_layer_sizes=(),
         rank=D,
         prior_precision=lam,
@@ -182,6 +183,7 @@ def test_rank_zero_reproduces_mean_field_vogn_step_for_step(monkeypatch):
     N, D = X.shape[0], X.shape[1] + 1
     lam, alpha, beta, S = 0.5, 0.1, 0.2, 2
     est = SLANGClassifier(
+        decay_epochs=None,  # the paper's constant steps
         hidden_layer_sizes=(),
         rank=0,
         prior_precision=lam,
