@@ -29,11 +29,13 @@ from typing_extensions import TypeVar
 
 from .._networks import NetworkForward
 from .._prior import tensor_groups
-from .._validation import Interval, Options
+from .._validation import NONE, Interval, Options
 from ..posteriors._common import GaussianTensors, PosteriorTensors
 
 #: Constraint of a weight prior that can be learned: 'auto' or a positive precision.
 LEARNABLE_PRIOR = [Options(("auto",)), Interval(numbers.Real, 0, None, closed="neither")]
+#: Constraint of ``decay_epochs``: a positive number of epochs, or None (constant steps).
+DECAY_EPOCHS = [Interval(numbers.Real, 0, None, closed="neither"), NONE]
 
 if TYPE_CHECKING:
     from .._memory import Layer, MemoryPart
@@ -295,6 +297,13 @@ def start_precision(mean: torch.Tensor, prior_precision: float | torch.Tensor, n
 #: Floor of the KL weight ``w`` where a family divides its data statistics by it (an
 #: annealing schedule can start at ``gamma / (1 + exp(a b))``, far below any useful value).
 MIN_KL_FACTOR = 1e-8
+
+
+def step_decay(epoch: float, decay_epochs: float | None) -> float:
+    """``1 + epoch / decay_epochs``: a family's decayed step sizes are its constant ones divided
+    by it after ``epoch`` passes through the data (:attr:`StepContext.epoch`); 1 with
+    ``decay_epochs=None`` (constant steps)."""
+    return 1.0 if decay_epochs is None else 1.0 + epoch / float(decay_epochs)
 
 
 def data_factor(kl_factor: float) -> float:

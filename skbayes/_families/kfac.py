@@ -17,7 +17,17 @@ from .._linalg import sym_eig
 from .._networks import kron_layers
 from .._validation import NONE, Interval, Options
 from ..posteriors.kfac import DampedFactor, EigenBlock, KroneckerBlock, KroneckerGaussian
-from .base import LEARNABLE_PRIOR, NOISE_STEP, FamilyState, PosteriorFamily, StepContext, StepResult, weighted_sum
+from .base import (
+    DECAY_EPOCHS,
+    LEARNABLE_PRIOR,
+    NOISE_STEP,
+    FamilyState,
+    PosteriorFamily,
+    StepContext,
+    StepResult,
+    step_decay,
+    weighted_sum,
+)
 
 if TYPE_CHECKING:
     from .._memory import Layer, MemoryPart
@@ -41,7 +51,7 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
         "momentum": [Interval(numbers.Real, 0, 1, closed="left")],
         "stats_interval": _INTERVAL,
         "kl_clip": [Interval(numbers.Real, 0, None, closed="neither"), NONE],
-        "decay_epochs": [Interval(numbers.Real, 0, None, closed="neither"), NONE],
+        "decay_epochs": DECAY_EPOCHS,
         "fisher": [Options(("true", "empirical"))],
         "inv_interval": _INTERVAL,
     }
@@ -404,8 +414,8 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
             # K-FAC's trust region (Ba et al., 2017; the noisy K-FAC code uses 1e-3): rescale
             # the step so that its predicted change alpha^2 step^T F step stays below kl_clip.
             clip = min(1.0, math.sqrt(float(self.kl_clip) / (alpha * alpha * vFv)))
-        if self.decay_epochs is not None:  # the step decays as 1 / (1 + epochs / decay_epochs)
-            clip = clip / (1.0 + ctx.epoch / float(self.decay_epochs))
+        if self.decay_epochs is not None:  # the mean step decays with the epochs
+            clip = clip / step_decay(ctx.epoch, self.decay_epochs)
         mom = torch.add(state["momentum"] * float(self.momentum), step, alpha=clip)
         state["momentum"] = mom
         post.mean_t = torch.add(post.mean_t, mom, alpha=alpha)

@@ -17,6 +17,7 @@ from ..exceptions import _warn
 from ..posteriors import LowRankGaussian
 from ..posteriors.slang import slang_precision_update
 from .base import (
+    DECAY_EPOCHS,
     LEARNABLE_PRIOR,
     FamilyState,
     PosteriorFamily,
@@ -25,6 +26,7 @@ from .base import (
     data_factor,
     scaled_prior,
     start_precision,
+    step_decay,
     tempered_precision,
     weighted_sum,
 )
@@ -85,7 +87,7 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         "lr_decay": [Interval(numbers.Real, 0, None, closed="left"), NONE],
         "damping": [Interval(numbers.Real, 0, None, closed="left")],
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
-        "decay_epochs": [Interval(numbers.Real, 0, None, closed="neither"), NONE],
+        "decay_epochs": DECAY_EPOCHS,
     }
     rank: int
     beta: float
@@ -268,8 +270,8 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         else:
             beta = float(self.beta)
         beta = beta / decay
-        if self.decay_epochs is not None:  # both steps decay as 1 / (1 + epochs / decay_epochs)
-            slow = 1.0 + ctx.epoch / float(self.decay_epochs)
+        if self.decay_epochs is not None:  # both step sizes decay with the epochs
+            slow = step_decay(ctx.epoch, self.decay_epochs)
             alpha, beta = alpha / slow, beta / slow
         lam = scaled_prior(ctx.prior_precision, 1.0)
         theta = post.sample_t(S, generator=ctx.generator)
