@@ -66,8 +66,9 @@ class SLANGRegressor(BayesianNetworkRegressor):
 
 class SLANGClassifier(BayesianNetworkClassifier):
     _family = SLANGFamily
-    #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "glm")}
+    #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
+    #: the tempered posterior with the GLM predictive since the step decay, docs/uncertainty.md).
+    _auto_by_size = {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
 
     def __init__(
         self,
@@ -101,7 +102,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="auto",
-        kl_weight=1.0,
+        kl_weight="auto",
     ):
         store_init_params(locals())
 

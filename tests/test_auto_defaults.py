@@ -18,6 +18,7 @@ from skbayes import (
     MCDropoutClassifier,
     MCDropoutRegressor,
     NoisyEKFACClassifier,
+    SLANGClassifier,
     VadamClassifier,
     VadamRegressor,
     all_estimators,
@@ -40,7 +41,7 @@ def _n_weights(d, hidden, k):
     return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
-@pytest.mark.parametrize("Est", [NoisyEKFACClassifier, BBBClassifier])
+@pytest.mark.parametrize("Est", [NoisyEKFACClassifier, BBBClassifier, SLANGClassifier])
 @pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
 def test_auto_equals_the_value_it_stands_for(Est, hidden):
     X, y = _data()
@@ -66,15 +67,17 @@ def test_auto_equals_the_value_it_stands_for(Est, hidden):
 
 def test_protocol_values_differ_by_size_where_documented():
     """The classifiers whose defaults the image group changed: small and large values differ
-    (noisy EK-FAC's predictive is GLM on both sides since the small group's run at 1000 samples)."""
+    (noisy EK-FAC's predictive is GLM on both sides since the small group's run at 1000 samples,
+    SLANG's since the small group's run after its step decay; their temperatures differ by size)."""
     changed = {
         e.estimator.__name__
         for e in all_estimators(network=True)
         if "kl_weight" in e.estimator().get_params()
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
-    assert changed == {"SLANGClassifier", "VOGNClassifier", "VadamClassifier"}
+    assert changed == {"VOGNClassifier", "VadamClassifier"}
     assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (0.1, 0.03)
+    assert SLANGClassifier._auto_by_size == {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
     assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 0.3)
 
 

@@ -110,7 +110,9 @@ def test_integer_weights_equal_duplicated_rows(fixed_order, name, face, extra):
     assert_allclose(a.loss_curve_, b.loss_curve_, rtol=1e-12)
     if face == "Regressor":
         assert_allclose(a.noise_precision_, b.noise_precision_, rtol=1e-10)
-    assert np.abs(_outputs(a, X) - _outputs(c, X)).max() > 1e-3
+    # ignored weights would give the unweighted fit to the last bit (same seed, same steps); the
+    # weighted one differs by far more than rounding (SLANGClassifier's GLM default: 8e-4)
+    assert np.abs(_outputs(a, X) - _outputs(c, X)).max() > 1e-5
 
 
 @pytest.mark.parametrize("face", FACES)

@@ -139,6 +139,7 @@ def test_full_rank_reproduces_dense_vogn_step_for_step(monkeypatch, momentum, da
     lam, alpha, beta, S = 0.5, 0.1, 0.2, 3
     est = SLANGClassifier(
         decay_epochs=None,  # the paper's constant steps
+        kl_weight=1.0,  # and its untempered ELBO
         hidden_layer_sizes=(),
         rank=D,
         prior_precision=lam,
@@ -184,6 +185,7 @@ def test_rank_zero_reproduces_mean_field_vogn_step_for_step(monkeypatch):
     lam, alpha, beta, S = 0.5, 0.1, 0.2, 2
     est = SLANGClassifier(
         decay_epochs=None,  # the paper's constant steps
+        kl_weight=1.0,  # and its untempered ELBO
         hidden_layer_sizes=(),
         rank=0,
         prior_precision=lam,

@@ -278,7 +278,7 @@ def test_every_gaussian_family_has_kl_weight_and_rejects_bad_values(Est):
 #: fewer than LARGE_NETWORK_WEIGHTS weights and on larger ones (the image classification group,
 #: with the full-scale target as a constraint: noisy EK-FAC's 0.03)
 PROTOCOL_DEFAULTS = {
-    SLANGClassifier: ((1.0, "sampled"), (1.0, "glm")),
+    SLANGClassifier: ((0.1, "glm"), (1.0, "glm")),
     SLANGRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     VOGNClassifier: ((1.0, "sampled"), (1.0, "glm")),
     VOGNRegressor: ((0.3, "sampled"), (0.3, "sampled")),
