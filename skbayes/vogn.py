@@ -11,6 +11,11 @@ from ._docs import estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import SLANGFamily
 
+#: ``VOGNClassifier``'s ``decay_epochs``: both step sizes halve after 30 epochs, chosen with its
+#: ``kl_weight`` and ``predictive`` by the defaults protocol's small classification group
+#: (docs/uncertainty.md). The regressor keeps constant steps (None).
+CLASSIFIER_DECAY_EPOCHS = 30
+
 _BODY = """
 Mean-field VOGN (variational online Gauss-Newton; Khan et al., ICML 2018)
 fits a diagonal Gaussian posterior ``N(mu, diag(d)^{{-1}})`` by natural-gradient
@@ -80,8 +85,9 @@ class VOGNClassifier(BayesianNetworkClassifier):
     _family = SLANGFamily
     rank = 0
     _fixed_params = ("rank",)
-    #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "glm")}
+    #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
+    #: the tempered posterior with the GLM predictive, with the step decay; docs/uncertainty.md).
+    _auto_by_size = {"kl_weight": (0.3, 1.0), "predictive": ("glm", "glm")}
 
     def __init__(
         self,
@@ -94,7 +100,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         beta="auto",
         momentum=0.9,
         lr_decay=None,
-        decay_epochs=None,
+        decay_epochs=CLASSIFIER_DECAY_EPOCHS,
         damping=0.01,
         max_iter="auto",
         batch_size="auto",
@@ -114,7 +120,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="auto",
-        kl_weight=1.0,
+        kl_weight="auto",
     ):
         store_init_params(locals())
 

@@ -21,6 +21,7 @@ from skbayes import (
     SLANGClassifier,
     VadamClassifier,
     VadamRegressor,
+    VOGNClassifier,
     all_estimators,
 )
 from skbayes._estimator import LARGE_NETWORK_WEIGHTS
@@ -41,7 +42,7 @@ def _n_weights(d, hidden, k):
     return sum((a + 1) * b for a, b in zip(sizes[:-1], sizes[1:]))
 
 
-@pytest.mark.parametrize("Est", [NoisyEKFACClassifier, BBBClassifier, SLANGClassifier])
+@pytest.mark.parametrize("Est", [NoisyEKFACClassifier, BBBClassifier, SLANGClassifier, VOGNClassifier])
 @pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
 def test_auto_equals_the_value_it_stands_for(Est, hidden):
     X, y = _data()
@@ -68,16 +69,18 @@ def test_auto_equals_the_value_it_stands_for(Est, hidden):
 def test_protocol_values_differ_by_size_where_documented():
     """The classifiers whose defaults the image group changed: small and large values differ
     (noisy EK-FAC's predictive is GLM on both sides since the small group's run at 1000 samples,
-    SLANG's since the small group's run after its step decay; their temperatures differ by size)."""
+    SLANG's and VOGN's since the small group's runs with the step decay; their temperatures
+    differ by size)."""
     changed = {
         e.estimator.__name__
         for e in all_estimators(network=True)
         if "kl_weight" in e.estimator().get_params()
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
-    assert changed == {"VOGNClassifier", "VadamClassifier"}
+    assert changed == {"VadamClassifier"}
     assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (0.1, 0.03)
     assert SLANGClassifier._auto_by_size == {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
+    assert VOGNClassifier._auto_by_size == {"kl_weight": (0.3, 1.0), "predictive": ("glm", "glm")}
     assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 0.3)
 
 

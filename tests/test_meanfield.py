@@ -63,8 +63,9 @@ def test_vogn_equals_slang_rank_zero_step_for_step(Vogn, Slang, kind):
     X, y = _small_data(kind)
     kw = dict(hidden_layer_sizes=(6,), mc_samples=2, batch_size=16, learning_rate=0.05, beta=0.05, random_state=3)
     own = {k: Vogn().get_params()[k] for k in ("kl_weight", "predictive", "prior_precision", "decay_epochs")}
-    if own["predictive"] == "auto":  # VOGN's own small-network value (SLANG's 'auto' differs)
-        own["predictive"] = Vogn._auto_by_size["predictive"][0]
+    for name in ("kl_weight", "predictive"):  # VOGN's own small-network values (SLANG's 'auto' differs)
+        if own[name] == "auto":
+            own[name] = Vogn._auto_by_size[name][0]
     a, b = Vogn(**kw), Slang(rank=0, **kw, **own)
     for _epoch in range(4):  # 4 steps per epoch
         a.partial_fit(X, y, **({} if kind == "linreg" else {"classes": np.unique(y)}))
@@ -95,15 +96,14 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     # same names, same defaults, except the mean's step size: rank 0 is stable at 0.05, SLANG's
     # low-rank steps need 0.01 (docs/slang.md); both precision steps are 'auto' (below 100,000
     # weights 0.05 for rank 0, 0.01 for SLANG's); and the regressor's kl_weight, predictive and
-    # prior, and SLANGClassifier's step decay and small-network kl_weight and predictive ('auto'),
-    # chosen for each by the defaults protocol (docs/uncertainty.md)
+    # prior, chosen for each by the defaults protocol (docs/uncertainty.md); the classifiers
+    # share the step decay and 'auto' kl_weight and predictive, whose small-network values differ
     assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
     assert slang["learning_rate"] == 0.01 and slang["beta"] == "auto"
-    assert est.get_params()["decay_epochs"] is None
-    own = {"kl_weight": 0.3, "predictive": "sampled", "prior_precision": "auto"} if Vogn is VOGNRegressor else {}
-    own["decay_epochs"] = None
-    if Vogn is VOGNClassifier:
-        own["kl_weight"] = 1.0
+    if Vogn is VOGNRegressor:
+        own = {"kl_weight": 0.3, "predictive": "sampled", "prior_precision": "auto", "decay_epochs": None}
+    else:
+        own = {"kl_weight": "auto", "predictive": "auto", "decay_epochs": 30}
     assert {k: est.get_params()[k] for k in own} == own
     slang_own = {k: slang[k] for k in own}
     assert {**est.get_params(), "learning_rate": 0.01, **slang_own} == slang
@@ -143,7 +143,8 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
 
     seen = _spy_precision_steps(monkeypatch)
     X, y = _small_data("logreg", n=400)
-    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0, beta="auto")
+    # constant steps: the classifier's default decay_epochs would scale beta within the epoch
+    kw = dict(hidden_layer_sizes=(5,), batch_size=48, max_iter=1, random_state=0, beta="auto", decay_epochs=None)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         VOGNClassifier(**kw).fit(X, y)  # a small network: 0.05
@@ -193,7 +194,9 @@ def test_slang_auto_beta_caps_its_own_rate(monkeypatch):
         assert set(seen) == {48 / 8000}
         seen.clear()
         v = VOGNClassifier(**kw).fit(*big)
-        s = SLANGClassifier(**v.get_params(), rank=0).fit(*big)  # VOGN's parameters, beta='auto' among them
+        # VOGN's parameters, beta='auto' among them, with its own small-network temperature
+        s = SLANGClassifier(**{**v.get_params(), "kl_weight": VOGNClassifier._auto_by_size["kl_weight"][0]}, rank=0)
+        s.fit(*big)
     np.testing.assert_array_equal(a.posterior_.mean, b.posterior_.mean)
     np.testing.assert_array_equal(v.posterior_.mean, s.posterior_.mean)
     np.testing.assert_array_equal(v.posterior_.d, s.posterior_.d)

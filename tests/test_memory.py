@@ -211,7 +211,9 @@ def test_row_chunks_draw_the_weight_samples_once(monkeypatch):
     X, y = np.tile(X, (10, 1)), np.tile(y, 10)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
-        est = skbayes.VOGNClassifier(hidden_layer_sizes=(8,), max_iter=3, predict_samples=40, random_state=0)
+        est = skbayes.VOGNClassifier(
+            hidden_layer_sizes=(8,), max_iter=3, predict_samples=40, predictive="sampled", random_state=0
+        )
         est.fit(X, y)
     whole = est.predict_proba(X)
     calls = []

@@ -280,7 +280,7 @@ def test_every_gaussian_family_has_kl_weight_and_rejects_bad_values(Est):
 PROTOCOL_DEFAULTS = {
     SLANGClassifier: ((0.1, "glm"), (1.0, "glm")),
     SLANGRegressor: ((0.3, "sampled"), (0.3, "sampled")),
-    VOGNClassifier: ((1.0, "sampled"), (1.0, "glm")),
+    VOGNClassifier: ((0.3, "glm"), (1.0, "glm")),
     VOGNRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     NoisyKFACClassifier: ((1.0, "sampled"), (1.0, "sampled")),
     NoisyKFACRegressor: ((1.0, "sampled"), (1.0, "sampled")),

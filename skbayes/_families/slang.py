@@ -176,8 +176,8 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
             algorithm). With constant steps the fit drifts after it has settled on
             small data sets: the training objective rises again and the posterior
             widens (digits: test log-loss 0.112 after 100 epochs, 0.21 after 240).
-            ``SLANGClassifier`` defaults to 30, chosen by the defaults protocol; the
-            regressors and VOGN to None.""",
+            ``SLANGClassifier`` and ``VOGNClassifier`` default to 30, chosen by the
+            defaults protocol; the regressors to None.""",
         ),
         "init": E(
             "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
