@@ -181,7 +181,8 @@ def test_kfac_block_against_dense_kronecker_covariance():
 def test_kfac_inverts_the_factors_of_the_last_refresh():
     """With ``inv_interval`` > 1 the covariance uses the factors (and pi) of the last refresh,
     not the moving averages updated since."""
-    est = _fit(NoisyKFACClassifier, max_iter=1, inv_interval=2)  # 3 steps: refreshes at steps 0, 2
+    # untempered: the intrinsic damping below is prior_precision / N
+    est = _fit(NoisyKFACClassifier, max_iter=1, inv_interval=2, kl_weight=1.0)  # 3 steps: refreshes at steps 0, 2
     assert est.t_ == 3
     N, g_in = 60, 1.0 / 60
     st = est._state["layers"][0]
@@ -520,8 +521,9 @@ def test_decay_epochs_scales_the_mean_step_only(Est):
 
 def test_kfac_classifier_default_decay_settles_the_posterior():
     """With a constant step the posterior keeps moving on digits: the test log-loss of
-    snapshots 20 epochs apart (epochs 100-200) spreads widely. The classifier's default decay
-    gives a lower log-loss on every split and a smaller spread over the three."""
+    snapshots 20 epochs apart (epochs 100-200) spreads widely. A decay (``decay_epochs=100``, as
+    bench_snapshots.py measured it, for the untempered sampled posterior) gives a lower log-loss
+    on every split and a smaller spread over the three."""
     from sklearn.datasets import load_digits
     from sklearn.exceptions import ConvergenceWarning
     from sklearn.metrics import log_loss
@@ -529,7 +531,7 @@ def test_kfac_classifier_default_decay_settles_the_posterior():
     from sklearn.preprocessing import StandardScaler
 
     X, y = load_digits(return_X_y=True)
-    spread = {NoisyKFACClassifier().decay_epochs: 0.0, None: 0.0}
+    spread = {100: 0.0, None: 0.0}
     for seed in range(3):
         Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, test_size=0.25, stratify=y, random_state=seed)
         sc = StandardScaler().fit(Xtr)
@@ -537,7 +539,13 @@ def test_kfac_classifier_default_decay_settles_the_posterior():
         mean = {}
         for decay in spread:
             est = NoisyKFACClassifier(
-                decay_epochs=decay, warm_start=True, max_iter=20, n_iter_no_change=10_000, predict_samples=300
+                decay_epochs=decay,
+                kl_weight=1.0,
+                predictive="sampled",
+                warm_start=True,
+                max_iter=20,
+                n_iter_no_change=10_000,
+                predict_samples=300,
             ).set_params(random_state=seed)
             losses = []
             with warnings.catch_warnings():

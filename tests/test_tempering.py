@@ -284,7 +284,7 @@ PROTOCOL_DEFAULTS = {
     SLANGRegressor: ((0.3, "sampled"), (0.3, "sampled")),
     VOGNClassifier: ((0.3, "glm"), (1.0, "glm")),
     VOGNRegressor: ((0.3, "sampled"), (0.3, "sampled")),
-    NoisyKFACClassifier: ((1.0, "sampled"), (1.0, "sampled")),
+    NoisyKFACClassifier: ((0.3, "glm"), (1.0, "sampled")),
     NoisyKFACRegressor: ((1.0, "sampled"), (1.0, "sampled")),
     NoisyEKFACClassifier: ((0.1, "glm"), (0.03, "glm")),
     NoisyEKFACRegressor: ((0.3, "sampled"), (0.3, "sampled")),

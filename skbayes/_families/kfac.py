@@ -117,8 +117,9 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
             constant step the mean keeps moving: on small data sets the fitted
             posterior then depends on the epoch the fit stops at (digits: test
             log-loss 0.10-0.19 between snapshots 20 epochs apart, 0.08-0.11 at
-            ``decay_epochs=100``). ``NoisyKFACClassifier`` defaults to 100, chosen by
-            the defaults protocol; the other Kronecker estimators to None.""",
+            ``decay_epochs=100``). ``NoisyKFACClassifier`` defaults to 30, chosen by
+            the defaults protocol with its temperature and predictive; the other
+            Kronecker estimators to None.""",
         ),
         "fisher": E(
             "{'true', 'empirical'}",
