@@ -20,6 +20,7 @@ Run:  .venv/bin/python benchmarks/bench_fashion.py                 (60k rows, 5 
       .venv/bin/python benchmarks/bench_fashion.py --quick         (10k rows, 3 epochs)
 Options: --methods mlp,slang,vogn,vadam,bbb,mcdropout,kfac,ekfac  --epochs 5  --n-train 60000
          --threads 2  --set slang.rank=4
+         --device cuda   (the skbayes estimators fit and predict on the GPU, MLPClassifier on the CPU)
 """
 
 import argparse
@@ -73,7 +74,7 @@ def load(data_dir):
     return Xtr, ytr, Xte, yte
 
 
-def make(method, epochs, seed, overrides, optional):
+def make(method, epochs, seed, overrides, optional, device="cpu"):
     common = dict(hidden_layer_sizes=(400, 400), batch_size=200, max_iter=epochs, random_state=seed)
     if method == "mlp":
         from sklearn.neural_network import MLPClassifier
@@ -90,7 +91,7 @@ def make(method, epochs, seed, overrides, optional):
         "kfac": skbayes.NoisyKFACClassifier,
         "ekfac": skbayes.NoisyEKFACClassifier,
     }[method]
-    est = cls(**common, tol=None, dtype="float32")  # a budget of `epochs` epochs
+    est = cls(**common, tol=None, dtype="float32", device=device)  # a budget of `epochs` epochs
     return apply_overrides(est, overrides.get(method), optional.get(method))
 
 
@@ -103,6 +104,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--data", default=DATA_DIR)
+    ap.add_argument("--device", default="cpu", help="the skbayes estimators' device, e.g. cuda")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     args = ap.parse_args(argv)
     import torch
@@ -123,10 +125,13 @@ def main(argv=None):
     mu, sd = Xtr.mean(0), Xtr.std(0)
     sd[sd == 0] = 1.0
     Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+    device_name = args.device
+    if args.device.startswith("cuda") and torch.cuda.is_available():
+        device_name = f"{args.device} ({torch.cuda.get_device_name()})"
     print("# Fashion-MNIST, 784-400-400-10, batch 200, float32 (bench_fashion.py)\n")
     print(f"command: python {' '.join(sys.argv) if argv is None else argv}")
     print(
-        f"{library_version()}, torch {torch.__version__}, {args.threads} torch threads, "
+        f"{library_version()}, torch {torch.__version__}, {args.threads} torch threads, device {device_name}, "
         f"{n_train} training rows, {len(yte)} test rows, {epochs} epochs, seed {args.seed}"
     )
     if args.set:
@@ -134,7 +139,7 @@ def main(argv=None):
     print()
     rows = []
     for m in [s.strip() for s in args.methods.split(",") if s.strip()]:
-        est = make(m, epochs, args.seed, overrides, optional)
+        est = make(m, epochs, args.seed, overrides, optional, args.device)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ConvergenceWarning)
             t0 = time.perf_counter()
