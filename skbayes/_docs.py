@@ -354,6 +354,22 @@ CLASSIFIER_PARAMS: dict[str, Entry] = {
         upwards, less with more samples; at the strongest shift 100 samples were 0.3-5 nats above
         1000 on digits.""",
     ),
+    "glm_link": E(
+        "{'pairwise', 'probit', 'mc'}",
+        """
+        How the linearised predictive (``predictive='glm'``) turns the Gaussian logits
+        of more than two classes into probabilities; two classes always take MacKay's
+        probit approximation of the expected sigmoid. 'pairwise': the probit
+        approximation of every pairwise difference of the logits (Lu, Ie and Sha,
+        2020), which depends on the logits' differences only. 'probit': each logit
+        divided by ``sqrt(1 + pi v_k / 8)`` with its own variance ``v_k``, then the
+        softmax; it can change the predicted class. 'mc': the average softmax of
+        ``predict_samples`` draws of the logits, the linearised predictive itself up
+        to Monte Carlo error. On small networks 'mc' and 'probit' are better
+        calibrated on clean data and 'pairwise' is more cautious under covariate shift
+        (docs/uncertainty.md). Ignored by the sampled predictive. Can be changed with
+        ``set_params`` after fitting.""",
+    ),
 }
 
 #: Attributes of the classification face.

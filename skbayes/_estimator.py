@@ -1716,13 +1716,10 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
 class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     """Bernoulli (two classes, one logit) or categorical (softmax) classification (not public)."""
 
-    #: How ``predictive='glm'`` turns Gaussian logits into probabilities for more than two
-    #: classes: 'pairwise' (the probit approximation of every pairwise logit difference),
-    #: 'probit' (each logit scaled by its own variance) or 'mc' (``predict_samples`` draws
-    #: of the logits). Two classes always use MacKay's probit approximation.
-    _glm_link = "pairwise"
-
-    _parameter_constraints = {"predict_samples": [*_POSITIVE_INT, Options(("auto",))]}
+    _parameter_constraints = {
+        "predict_samples": [*_POSITIVE_INT, Options(("auto",))],
+        "glm_link": [Options(("pairwise", "probit", "mc"))],
+    }
     _param_docs = CLASSIFIER_PARAMS
 
     def _validate_X_y(self, X: ArrayLike, y: ArrayLike, reset: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -1928,9 +1925,10 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             Columns follow ``classes_``.
         """
         check_is_fitted(self, "posterior_")
-        if self._uses_glm() and (self._glm_link != "mc" or len(self.classes_) == 2):
+        glm_link = self._glm_link()
+        if self._uses_glm() and (glm_link != "mc" or len(self.classes_) == 2):
             mean, cov = self._glm_moments(X)
-            link = pairwise_probit_proba if self._glm_link == "pairwise" else probit_proba
+            link = pairwise_probit_proba if glm_link == "pairwise" else probit_proba
             p = link(mean.double(), cov.double()).cpu().numpy()
         else:
             (p,) = self._predict_rows(X, lambda f: (self._probs(f).mean(0),))
@@ -1939,6 +1937,13 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
         # scikit-learn's metrics (which check the sums at float64 precision) accept them
         return p / p.sum(axis=1, keepdims=True)
+
+    def _glm_link(self) -> str:
+        """How ``predictive='glm'`` turns Gaussian logits into probabilities for more than
+        two classes (the ``glm_link`` parameter; 'pairwise' for estimators without it)."""
+        value = getattr(self, "glm_link", "pairwise")
+        validate_params(type(self).__name__, {"glm_link": value}, {"glm_link": self._constraints()["glm_link"]})
+        return str(value)
 
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Logarithm of the posterior predictive class probabilities.

@@ -96,6 +96,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="glm",
+        glm_link="pairwise",
     ):
         store_init_params(locals())
 

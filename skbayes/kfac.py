@@ -123,6 +123,7 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="auto",
+        glm_link="pairwise",
     ):
         store_init_params(locals())
 
@@ -221,6 +222,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="auto",
+        glm_link="pairwise",
     ):
         store_init_params(locals())
 

@@ -102,6 +102,7 @@ class SLANGClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="auto",
+        glm_link="pairwise",
         kl_weight="auto",
     ):
         store_init_params(locals())

@@ -134,6 +134,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="auto",
+        glm_link="pairwise",
         kl_weight=1.0,
     ):
         store_init_params(locals())

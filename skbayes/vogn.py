@@ -120,6 +120,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         verbose=False,
         n_threads=None,
         predictive="auto",
+        glm_link="pairwise",
         kl_weight="auto",
     ):
         store_init_params(locals())

@@ -57,6 +57,7 @@ TABLE = {
     "random_state": [7],
     "n_threads": [1],
     "predictive": ["glm", "sampled"],
+    "glm_link": ["mc"],
     "kl_weight": [0.5, "auto"],
     "beta": [0.01, 0.02],
     "max_iter": [3],

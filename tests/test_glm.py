@@ -136,6 +136,13 @@ def test_classifier_moments_and_probit_equal_dense_jacobian_reference(Est, class
         ref = 1 / np.exp(-z).sum(2)
         ref /= ref.sum(1, keepdims=True)
     np.testing.assert_allclose(clf.predict_proba(X), ref, rtol=0, atol=1e-9)
+    # glm_link='probit': each logit scaled by its own variance (two classes: MacKay's as before)
+    clf.set_params(glm_link="probit")
+    if classes > 2:
+        z = mean_ref / np.sqrt(1 + np.pi / 8 * v)
+        ref = np.exp(z - z.max(1, keepdims=True))
+        ref /= ref.sum(1, keepdims=True)
+    np.testing.assert_allclose(clf.predict_proba(X), ref, rtol=0, atol=1e-9)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -210,12 +217,21 @@ def test_pairwise_probit_is_shift_invariant_and_close_to_monte_carlo():
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_mc_link_is_the_average_softmax_of_the_logit_draws():
     clf, X = _fit(SLANGClassifier, classes=3, predict_samples=50)
-    clf._glm_link = "mc"
+    clf.set_params(glm_link="mc")
     mean, cov = clf._glm_moments(X)
     gen = torch.Generator().manual_seed(clf._predict_seed)
     draws = _predictive.gaussian_draws(mean, cov, 50, gen)
     np.testing.assert_allclose(clf.predict_proba(X), torch.softmax(draws, -1).mean(0).numpy(), rtol=1e-12)
     np.testing.assert_allclose(clf.sample_outputs(X), draws.numpy(), rtol=0, atol=0)
+    # the link is read at prediction time: no refit, and the sampled predictive ignores it
+    clf.set_params(glm_link="pairwise")
+    pairwise = clf.predict_proba(X)
+    assert np.abs(pairwise - torch.softmax(draws, -1).mean(0).numpy()).max() > 1e-3
+    clf.set_params(predictive="sampled")
+    sampled = clf.predict_proba(X)
+    np.testing.assert_array_equal(clf.set_params(glm_link="mc").predict_proba(X), sampled)
+    with pytest.raises(ValueError, match="glm_link"):
+        clf.set_params(predictive="glm", glm_link="bridge").predict_proba(X)
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
