@@ -910,12 +910,22 @@ def sweep_candidates(methods, grid):
 
 
 # --- main ---------------------------------------------------------------------------------
+def _grid_value(v):
+    """A Python literal (numbers, None, tuples), else the bare word as a string ('auto', 'mc')."""
+    try:
+        return ast.literal_eval(v)
+    except (ValueError, SyntaxError):
+        if v.isidentifier():
+            return v
+        raise
+
+
 def parse_grid(items):
     grid = dict(DEFAULT_GRID)
     for item in items:
         try:
             k, vals = item.split("=", 1)
-            grid[k] = [ast.literal_eval(v) if v not in ("auto", "sampled", "glm") else v for v in vals.split(",")]
+            grid[k] = [_grid_value(v) for v in vals.split(",")]
         except (ValueError, SyntaxError) as exc:
             raise ValueError(f"--grid expects PARAM=V1,V2,..., got {item!r}") from exc
     return grid
