@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import inspect
 import math
 import numbers
 from collections.abc import Callable
@@ -322,6 +323,12 @@ class BayesianNetwork(BaseEstimator):
         state = dict(state)
         for name, before in self._family.params_added.items():  # saved before the parameter existed
             state.setdefault(name, before)
+        # Any other parameter missing from an older save takes its default, which for these
+        # reproduces what the save did (``glm_link``: 'pairwise', the only link before it);
+        # a parameter whose default would change an old model belongs in ``params_added``.
+        for name, param in inspect.signature(type(self).__init__).parameters.items():
+            if param.kind is param.KEYWORD_ONLY and param.default is not param.empty:
+                state.setdefault(name, param.default)
         portable = state.pop("_skbayes_state", None)
         super().__setstate__(state)
         if portable is not None:

@@ -181,3 +181,25 @@ def test_a_save_from_before_decay_epochs_loads_with_the_constant_step(name):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         old.partial_fit(X, y)
+
+
+@pytest.mark.parametrize("name", ["VOGNClassifier", "NoisyEKFACClassifier"])
+def test_a_save_from_before_glm_link_loads_with_the_pairwise_link(name):
+    """A classifier saved before ``glm_link`` existed loads with 'pairwise' (the link it
+    predicted with), so ``get_params`` / ``clone`` work and it predicts as saved."""
+    from sklearn.base import clone
+    from sklearn.datasets import load_iris
+
+    cls = getattr(skbayes, name)
+    X, y = load_iris(return_X_y=True)
+    est = cls(hidden_layer_sizes=(5,), max_iter=3, predictive="glm", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    state = est.__getstate__()
+    del state["glm_link"]  # as a save made before the parameter existed
+    old = cls.__new__(cls)
+    old.__setstate__(state)
+    assert old.get_params()["glm_link"] == "pairwise" and clone(old).glm_link == "pairwise"
+    np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
+    assert np.abs(old.set_params(glm_link="probit").predict_proba(X) - est.predict_proba(X)).max() > 1e-6
