@@ -8,7 +8,8 @@ random_state=k)``, every parameter at its default (``max_iter='auto'`` and the s
 rule included) but the one compared, one torch thread. Public API only.
 
 Compared: BBB's and MC dropout's ``learning_rate`` (``'auto'``: 0.001 here, against the
-earlier 0.01) and noisy EK-FAC's ``kl_weight`` (``'auto'``: 0.03 here, against 0.1).
+earlier 0.01) and noisy EK-FAC's ``kl_weight`` (``'auto'``: 0.01 here, against the earlier
+0.03; 0.1 before that).
 
 Run:  .venv/bin/python benchmarks/bench_wide_tabular.py                  (about 8 minutes)
       .venv/bin/python benchmarks/bench_wide_tabular.py --methods mcdropout --hidden 128,128
@@ -32,7 +33,7 @@ import skbayes
 COMPARED = {
     "bbb": (skbayes.BBBClassifier, "learning_rate", 0.01),
     "mcdropout": (skbayes.MCDropoutClassifier, "learning_rate", 0.01),
-    "ekfac": (skbayes.NoisyEKFACClassifier, "kl_weight", 0.1),
+    "ekfac": (skbayes.NoisyEKFACClassifier, "kl_weight", 0.03),
 }
 
 

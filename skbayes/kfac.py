@@ -182,7 +182,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
     _family = EKFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 0.03), "predictive": ("glm", "glm")}
+    _auto_by_size = {"kl_weight": (0.1, 0.01), "predictive": ("glm", "glm")}
 
     def __init__(
         self,

@@ -81,7 +81,7 @@ def test_protocol_values_differ_by_size_where_documented():
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
     assert changed == {"VadamClassifier", "NoisyKFACClassifier"}
-    assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (0.1, 0.03)
+    assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (0.1, 0.01)
     assert SLANGClassifier._auto_by_size == {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
     assert VOGNClassifier._auto_by_size == {"kl_weight": (0.3, 1.0), "predictive": ("glm", "glm")}
     assert NoisyKFACClassifier._auto_by_size == {"kl_weight": (0.3, 1.0), "predictive": ("glm", "sampled")}
