@@ -160,22 +160,28 @@ def test_multi_output_regressor_round_trips(Est):
     assert loaded.predict(X).shape == (40, 2)
 
 
+def _saved_without(param, cls, X, y, **params):
+    """A small fit of ``cls`` and its copy loaded from a state without ``param``, as a save made
+    before the parameter existed."""
+    est = cls(hidden_layer_sizes=(5,), max_iter=3, random_state=0, **params)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        est.fit(X, y)
+    state = est.__getstate__()
+    del state[param]
+    old = cls.__new__(cls)
+    old.__setstate__(state)
+    return est, old
+
+
 @pytest.mark.parametrize("name", ["NoisyKFACClassifier", "SLANGClassifier"])
 def test_a_save_from_before_decay_epochs_loads_with_the_constant_step(name):
     """A model saved before ``decay_epochs`` existed loads with None (the constant steps it
     was trained with), predicts as saved, and continues training."""
     from sklearn.datasets import load_iris
 
-    cls = getattr(skbayes, name)
     X, y = load_iris(return_X_y=True)
-    est = cls(hidden_layer_sizes=(5,), max_iter=3, predict_samples=20, random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X, y)
-    state = est.__getstate__()
-    del state["decay_epochs"]  # as a save made before the parameter existed
-    old = cls.__new__(cls)
-    old.__setstate__(state)
+    est, old = _saved_without("decay_epochs", getattr(skbayes, name), X, y, predict_samples=20)
     assert old.decay_epochs is None
     np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
     with warnings.catch_warnings():
@@ -190,16 +196,8 @@ def test_a_save_from_before_glm_link_loads_with_the_pairwise_link(name):
     from sklearn.base import clone
     from sklearn.datasets import load_iris
 
-    cls = getattr(skbayes, name)
     X, y = load_iris(return_X_y=True)
-    est = cls(hidden_layer_sizes=(5,), max_iter=3, predictive="glm", random_state=0)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X, y)
-    state = est.__getstate__()
-    del state["glm_link"]  # as a save made before the parameter existed
-    old = cls.__new__(cls)
-    old.__setstate__(state)
+    est, old = _saved_without("glm_link", getattr(skbayes, name), X, y, predictive="glm")
     assert old.get_params()["glm_link"] == "pairwise" and clone(old).glm_link == "pairwise"
     np.testing.assert_array_equal(old.predict_proba(X), est.predict_proba(X))
     assert np.abs(old.set_params(glm_link="probit").predict_proba(X) - est.predict_proba(X)).max() > 1e-6
