@@ -7,7 +7,7 @@
 #   bash benchmarks/gpu_check.sh                       # seed 0, every method
 #   SEEDS="0 1" METHODS="ekfac mlp" DATA=/path/to/fashion-mnist bash benchmarks/gpu_check.sh
 #
-# About 4 minutes per seed on an NVIDIA H100 (the tests about 45 s). PYTHON picks the
+# About 3 minutes per seed on an NVIDIA H100 (the tests about 45 s). PYTHON picks the
 # interpreter (default: python3); DATA the directory of the four idx files.
 set -u
 cd "$(dirname "$0")/.."
