@@ -1135,11 +1135,16 @@ class BayesianNetwork(BaseEstimator):
             return gaussian_draws(mean, cov, S, gen)
         return self._outputs(Xt, n_samples, seed, samples=samples)
 
+    def _prediction_param(self, name: str, absent: Any) -> Any:
+        """A parameter that prediction reads (``set_params`` may change it after fitting),
+        validated when read; ``absent`` for estimators without it."""
+        value = getattr(self, name, absent)
+        validate_params(type(self).__name__, {name: value}, {name: self._constraints()[name]})
+        return value
+
     def _uses_glm(self) -> bool:
         """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
-        value = getattr(self, "predictive", "sampled")  # estimators without the parameter sample
-        allowed = {"predictive": BayesianNetwork._parameter_constraints["predictive"]}
-        validate_params(type(self).__name__, {"predictive": value}, allowed)
+        value = self._prediction_param("predictive", "sampled")  # estimators without it sample
         if value == "auto":
             value = self._resolve_auto("predictive", int(self.posterior_.n_params))
         return bool(value == "glm")
@@ -1948,9 +1953,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     def _glm_link(self) -> str:
         """How ``predictive='glm'`` turns Gaussian logits into probabilities for more than
         two classes (the ``glm_link`` parameter; 'pairwise' for estimators without it)."""
-        value = getattr(self, "glm_link", "pairwise")
-        validate_params(type(self).__name__, {"glm_link": value}, {"glm_link": self._constraints()["glm_link"]})
-        return str(value)
+        return str(self._prediction_param("glm_link", "pairwise"))
 
     def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Logarithm of the posterior predictive class probabilities.
