@@ -210,7 +210,8 @@ def test_vadam_shares_slangs_defaults(Est):
     and the regressor's ``predictive`` (SLANG's classifier and Vadam's are both 'auto', GLM on
     large networks) and ``kl_weight``: the protocol chose 0.3 for SLANG's and 1 for Vadam's."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
-    own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "tol", "predictive", "kl_weight"}
+    own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "tol", "predictive", "kl_weight", "decay_epochs"}
+    assert Est().get_params()["decay_epochs"] is None
     assert Est().get_params()["predictive"] == ("auto" if Est is VadamClassifier else "sampled")
     assert Est().get_params()["kl_weight"] == 1.0
     assert (Est().get_params()["max_iter"], Est().get_params()["tol"]) == (200, None)
@@ -265,7 +266,11 @@ def _closed_form_grads(kind, theta, X, y, tau):
 
 @pytest.mark.parametrize("method", ["vadam", "vprop"])
 @pytest.mark.parametrize("kind", ["linreg", "logreg"])
-def test_update_matches_hand_computation(monkeypatch, quiet, method, kind):
+@pytest.mark.parametrize("decay", [None, 0.5])
+def test_update_matches_hand_computation(monkeypatch, quiet, method, kind, decay):
+    """Two epochs of three minibatches against the update written out; with ``decay_epochs``
+    the mean's step before step ``t`` is ``alpha / (1 + e / decay_epochs)`` after the
+    ``e = (t - 1) / 3`` passes so far, and the precision's average is unchanged."""
     X, y = _small_data(kind)
     N, D, S = X.shape[0], X.shape[1] + 1, 2
     lam, alpha, b1, b2 = 0.7, 0.05, 0.8, 0.9
@@ -283,6 +288,7 @@ def test_update_matches_hand_computation(monkeypatch, quiet, method, kind):
         n_iter_no_change=100,
         init="default",
         random_state=0,
+        decay_epochs=decay,
     )
     if kind == "linreg":
         est = VadamRegressor(noise_precision=0.2, **kw)
@@ -304,13 +310,14 @@ def test_update_matches_hand_computation(monkeypatch, quiet, method, kind):
         gk = torch.stack([_closed_form_grads(kind, th, c["X"], c["y"], tau).sum(0) / M for th in c["theta"]])
         g, h = gk.mean(0), (gk**2).mean(0)
         s = b2 * s + (1 - b2) * h
+        a_t = alpha if decay is None else alpha / (1.0 + (t - 1) * M / N / decay)
         if method == "vprop":
-            mu = mu - alpha * (g + lam * mu / N) / (s + lam / N)
+            mu = mu - a_t * (g + lam * mu / N) / (s + lam / N)
         else:
             m = b1 * m + (1 - b1) * (g + lam * mu / N)
             m_hat = m / (1 - b1**t)
             s_hat = (s - b2**t * s0) / (1 - b2**t)
-            mu = mu - alpha * m_hat / (torch.sqrt(s_hat) + lam / N)
+            mu = mu - a_t * m_hat / (torch.sqrt(s_hat) + lam / N)
     p = est.posterior_
     assert isinstance(p, DiagonalGaussian) and p.family == "diagonal"
     torch.testing.assert_close(p.mean_t, mu, rtol=1e-12, atol=1e-14)

@@ -174,7 +174,7 @@ def _saved_without(param, cls, X, y, **params):
     return est, old
 
 
-@pytest.mark.parametrize("name", ["NoisyKFACClassifier", "SLANGClassifier"])
+@pytest.mark.parametrize("name", ["NoisyKFACClassifier", "SLANGClassifier", "VadamClassifier"])
 def test_a_save_from_before_decay_epochs_loads_with_the_constant_step(name):
     """A model saved before ``decay_epochs`` existed loads with None (the constant steps it
     was trained with), predicts as saved, and continues training."""

@@ -14,6 +14,7 @@ from .._docs import E
 from .._validation import Interval, Options
 from ..posteriors import DiagonalGaussian
 from .base import (
+    DECAY_EPOCHS,
     LEARNABLE_PRIOR,
     NOISE_STEP,
     FamilyState,
@@ -22,6 +23,7 @@ from .base import (
     StepResult,
     data_factor,
     scaled_prior,
+    step_decay,
     weighted_sum,
 )
 
@@ -46,10 +48,13 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
         "beta1": [Interval(numbers.Real, 0, 1, closed="left")],
         "beta2": [Interval(numbers.Real, 0, 1, closed="left")],
         "kl_weight": [Interval(numbers.Real, 0, None, closed="neither")],
+        "decay_epochs": DECAY_EPOCHS,
     }
     method: str
     beta1: float
     beta2: float
+    decay_epochs: float | None
+    params_added = {"decay_epochs": None}  # saves from before it had constant step sizes
 
     param_docs = {
         "module": E(
@@ -95,6 +100,17 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
             ``1 - beta2``). ``s`` forgets its start at rate ``1 - beta2`` per step:
             the default's time constant is 1000 steps, so a short fit keeps much of
             the initial precision.""",
+        ),
+        "decay_epochs": E(
+            "float or None",
+            """
+            Decay of the mean's step size over the passes through the data: after
+            ``e`` passes (fractional; for ``partial_fit``, the rows processed over
+            ``n_samples_total``, or over the rows seen when it is None)
+            ``learning_rate`` is scaled by ``1 / (1 + e / decay_epochs)``, as SLANG's
+            and noisy K-FAC's. The precision's moving average keeps its rate
+            ``1 - beta2`` (its bias correction counts steps). None keeps the step
+            constant (the paper's algorithm).""",
         ),
         "init": E(
             "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
@@ -182,7 +198,7 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
     def step(self, post: DiagonalGaussian, st: FamilyState, Xb: Tensor, yb: Tensor, ctx: StepContext) -> StepResult:
         """One Vprop or Vadam step (see the estimators' docstrings for the update)."""
         S, M, t, N = ctx.mc_samples, Xb.shape[0], ctx.t + 1, ctx.n_train
-        alpha = self.resolved_learning_rate()
+        alpha = self.resolved_learning_rate() / step_decay(ctx.epoch, self.decay_epochs)
         b1, b2 = float(self.beta1), float(self.beta2)
         lam = scaled_prior(ctx.prior_precision, 1.0)
         kf = self.kl_factor(ctx.kl_scale)
