@@ -1110,30 +1110,33 @@ class BayesianNetwork(BaseEstimator):
 
         The samples are drawn from a generator seeded at fit time, so a fitted
         model's predictions are deterministic, and the same samples serve every
-        row, so a row's prediction never depends on the other rows.
+        row, so a row's prediction never depends on the other rows. The sampled
+        predictive draws whole weight vectors here (``sample_outputs``, ``sample_y``:
+        each sample is one network), not the per-row draws of its averages.
         """
         check_is_fitted(self, "posterior_")
         X = self._validate_X(X, reset=False)
         with self._threads(self._prediction_work(X)):
-            return self._predictive_outputs(self._tensor(X), n_samples, seed)
+            return self._predictive_outputs(self._tensor(X), n_samples, seed, marginal=False)
 
     def _predictive_outputs(
         self,
         Xt: torch.Tensor,
         n_samples: int | None = None,
         seed: int | None = None,
-        samples: list[torch.Tensor] | None = None,
+        samples: list[Any] | None = None,
+        marginal: bool = True,
     ) -> torch.Tensor:
         """Outputs ``(S, rows, n_outputs)`` under the predictive in use: the network at weight
-        samples (``samples``: see :meth:`_outputs`), or draws of the linearised network's
-        Gaussian outputs (``predictive='glm'``)."""
+        samples (``samples`` and ``marginal``: see :meth:`_outputs`), or draws of the
+        linearised network's Gaussian outputs (``predictive='glm'``)."""
         if self._uses_glm():
             mean, cov = self._glm_moments_t(Xt)
             S = self._n_predict_samples() if n_samples is None else int(n_samples)
             seed = self._predict_seed if seed is None else seed
             gen = torch.Generator(device=self._device).manual_seed(int(seed))
             return gaussian_draws(mean, cov, S, gen)
-        return self._outputs(Xt, n_samples, seed, samples=samples)
+        return self._outputs(Xt, n_samples, seed, samples=samples, marginal=marginal)
 
     def _prediction_param(self, name: str, absent: Any) -> Any:
         """A parameter that prediction reads (``set_params`` may change it after fitting),
@@ -1195,7 +1198,7 @@ class BayesianNetwork(BaseEstimator):
         results: list[_Rows] = []
         S = self._n_predict_samples() if n_samples is None else int(n_samples)
         keep = n > rows and S * int(self.posterior_.n_params) * self._dtype.itemsize <= _memory.PREDICT_SAMPLES_BYTES
-        samples: list[torch.Tensor] | None = [] if keep else None
+        samples: list[Any] | None = [] if keep else None
         with limit_torch_threads():
             for r0 in range(0, n, rows):
                 out = reduce(self._predictive_outputs(self._tensor(X[r0 : r0 + rows]), n_samples, seed, samples))
@@ -1211,31 +1214,60 @@ class BayesianNetwork(BaseEstimator):
         n_samples: int | None = None,
         seed: int | None = None,
         posterior: PosteriorTensors | None = None,
-        samples: list[torch.Tensor] | None = None,
+        samples: list[Any] | None = None,
+        marginal: bool = False,
     ) -> torch.Tensor:
         """Network outputs ``(S, rows, n_outputs)`` at ``S`` weight samples (``predict_samples``
         unless ``n_samples``) of ``posterior`` (default ``posterior_``), drawn from a
         generator seeded with ``seed`` (default: the fit's prediction seed). ``samples``: a
         list that keeps the drawn blocks of 16 weight samples, reused by later calls with the
-        same list (the same draws: a prediction's row chunks draw them once)."""
+        same list (the same draws: a prediction's row chunks draw them once).
+
+        ``marginal``: only each row's distribution of outputs is needed (a predictive), not
+        their joint over rows. Where the posterior draws the first layer's outputs exactly
+        without its weights (:meth:`_draws_first_layer`), they replace the first layer's
+        weight samples: the same distribution for every row, at the cost of one pass over
+        the first layer instead of one per sample."""
         S = self._n_predict_samples() if n_samples is None else int(n_samples)
         seed = self._predict_seed if seed is None else seed
         gen = torch.Generator(device=self._device).manual_seed(int(seed))
         posterior = self.posterior_ if posterior is None else posterior
+        local = marginal and self._draws_first_layer(posterior)
         outs = []
         with torch.no_grad():
+            pieces = [Xt[r0 : r0 + 2048] for r0 in range(0, Xt.shape[0], 2048)]
+            if local:  # the first layer's outputs at the mean and their spread, once per piece
+                moments = [posterior.first_layer_moments_t(Xr) for Xr in pieces]  # type: ignore[attr-defined]  # local: a KroneckerGaussian
             for i, s0 in enumerate(range(0, S, 16)):
                 if samples is not None and i < len(samples):
-                    theta = samples[i]
+                    draws = samples[i]
                 else:
-                    theta = posterior.sample_t(min(16, S - s0), generator=gen)
+                    k = min(16, S - s0)
+                    draws = posterior.sample_rest_t(k, generator=gen) if local else posterior.sample_t(k, generator=gen)  # type: ignore[attr-defined]  # local: a KroneckerGaussian
                     if samples is not None:
-                        samples.append(theta)
-                rows = [self._forward(theta, Xt[r0 : r0 + 2048]) for r0 in range(0, Xt.shape[0], 2048)]
+                        samples.append(draws)
+                rows = []
+                for j, Xr in enumerate(pieces):
+                    if local:
+                        theta, eps = draws
+                        first = posterior.first_layer_outputs_t(moments[j], eps)  # type: ignore[attr-defined]
+                        rows.append(self._forward.spec.forward(theta, Xr, first_output=first))  # type: ignore[union-attr]  # local: a dense network
+                    else:
+                        rows.append(self._forward(draws, Xr))
                 outs.append(torch.cat(rows, 1))
         f = torch.cat(outs, 0)
         self._check_finite("network outputs", f)
         return f
+
+    def _draws_first_layer(self, posterior: PosteriorTensors) -> bool:
+        """Whether ``posterior`` draws the first layer's outputs of this network exactly
+        (:meth:`~skbayes.posteriors.KroneckerGaussian.first_layer_outputs_t`): a Kronecker
+        posterior of a network of dense layers whose first step is its first block."""
+        spec = self._forward.spec
+        layers = getattr(posterior, "layers", None)
+        if spec is None or not hasattr(posterior, "first_layer_outputs_t") or not layers:
+            return False
+        return bool(spec.steps[0][0] == "linear" and not layers[0].is_conv and layers[0].w_off == spec.linears[0][0])
 
     def _check_finite(self, what: str, *values: torch.Tensor | np.ndarray | float) -> None:
         """Raise :class:`NonFiniteOutputError` unless every value (tensors or arrays) is finite."""

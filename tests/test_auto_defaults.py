@@ -243,4 +243,7 @@ def test_more_prediction_samples_lower_the_log_loss_under_shift():
     assert np.all(many < few)
     assert few.mean() - many.mean() > 2 * max(few.std(), many.std())
     assert est._n_predict_samples() == 1000
-    np.testing.assert_allclose(log_loss(yte, est.predict_proba(Xs), labels=est.classes_), loss(1000, None))
+    # predict_proba draws the first layer's outputs, not its weights (the same predictive, other
+    # Monte Carlo draws): its 1000-sample log-loss is at the 1000-sample level, not the 100-sample one
+    ours = log_loss(yte, est.predict_proba(Xs), labels=est.classes_)
+    assert abs(ours - many.mean()) < 0.25 * (few.mean() - many.mean()), (ours, few, many)

@@ -591,3 +591,65 @@ def test_decay_epochs_counts_passes_through_a_stream(monkeypatch):
         warnings.simplefilter("ignore")
         fit.fit(X, y)
     np.testing.assert_allclose(seen, np.arange(40) / 20)
+
+
+# --- the sampled predictive's first layer, drawn from its outputs' exact Gaussian ------
+
+
+@pytest.mark.parametrize("Est", [NoisyKFACClassifier, NoisyEKFACClassifier, NoisyKFACRegressor])
+def test_first_layer_outputs_have_the_weight_samples_moments(Est):
+    """Row by row, the first layer's output draws have the mean and covariance of ``a^T W``
+    under the posterior's dense covariance: ``eps`` = the unit vectors read the draw's
+    linear map ``B_i`` off, and ``B_i B_i^T = J_i Sigma J_i^T`` with ``J_i`` the layer
+    output's Jacobian in the weights. The draws of a row do not depend on the other rows."""
+    X, y = _data()
+    est = (
+        _fit(Est, hidden_layer_sizes=(5, 4), max_iter=3)
+        if Est is not NoisyKFACRegressor
+        else Est(hidden_layer_sizes=(5,), max_iter=3, batch_size=20, random_state=0).fit(X, X[:, 0] + y)
+    )
+    post = est.posterior_
+    Sigma = torch.as_tensor(post.covariance())
+    l = post.layers[0]
+    Xt = torch.as_tensor(X[:7])
+    mean, scale = post.first_layer_moments_t(Xt)
+    eye = torch.eye(l.p, dtype=DT)
+    draws = post.first_layer_outputs_t((mean, scale), eye)  # (p, m, p): draw s is mean + B_i e_s
+    torch.testing.assert_close(post.first_layer_outputs_t((mean, scale), torch.zeros(1, l.p, dtype=DT))[0], mean)
+    A = torch.cat([Xt, torch.ones(7, 1, dtype=DT)], 1)
+    idx = l.vec_index()  # column-major vec(W): entry (k, j) at j * n + k
+    for i in range(7):
+        J = torch.zeros(l.p, Sigma.shape[0], dtype=DT)
+        for j in range(l.p):
+            J[j, idx[j * l.n : (j + 1) * l.n]] = A[i]
+        torch.testing.assert_close(mean[i], J @ post.mean_t, rtol=1e-10, atol=1e-12)
+        B = (draws[:, i, :] - mean[i]).T  # (p, p): column s is B_i e_s
+        torch.testing.assert_close(B @ B.T, J @ Sigma @ J.T, rtol=1e-8, atol=1e-12)
+    one = post.first_layer_outputs_t(post.first_layer_moments_t(Xt[2:3]), eye)
+    torch.testing.assert_close(one[:, 0], draws[:, 2], rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("Est", [NoisyKFACClassifier, NoisyEKFACClassifier])
+def test_sampled_predictive_draws_the_first_layer_outputs(monkeypatch, Est):
+    """``predictive='sampled'`` draws the first layer's outputs instead of its weights: the
+    same predictive as weight samples (agreeing within the Monte Carlo error at 4000
+    samples), a row's prediction independent of the other rows, while ``sample_outputs``
+    keeps drawing whole weight vectors (their rows share each sample's weights)."""
+    X, y = _data(n=120)
+    est = Est(hidden_layer_sizes=(8,), max_iter=30, batch_size=20, random_state=0, kl_weight=1.0)
+    est.set_params(predictive="sampled", predict_samples=4000).fit(X, y)
+    assert est._draws_first_layer(est.posterior_)
+    local = est.predict_proba(X[:40])
+    np.testing.assert_allclose(est.predict_proba(X[3:5]), local[3:5], rtol=1e-10, atol=1e-12)
+    owner = next(c for c in type(est).__mro__ if "_draws_first_layer" in c.__dict__)
+    monkeypatch.setattr(owner, "_draws_first_layer", lambda self, posterior: False)
+    weights = est.predict_proba(X[:40])
+    assert np.abs(local - weights).mean() < 0.01
+    assert np.abs(local - weights).max() < 0.06
+    monkeypatch.undo()
+
+    def joint_only(*args, **kwargs):
+        raise AssertionError("sample_outputs must draw whole weight vectors")
+
+    monkeypatch.setattr(type(est.posterior_), "first_layer_outputs_t", joint_only)
+    assert est.sample_outputs(X[:5], n_samples=3).shape == (3, 5, 3)

@@ -136,19 +136,34 @@ class DenseSpec:
                 return False
         return True
 
-    def forward(self, theta: Tensor, X: Tensor, layer_inputs: Mapping[str, LayerInputFn] | None = None) -> Tensor:
+    def forward(
+        self,
+        theta: Tensor,
+        X: Tensor,
+        layer_inputs: Mapping[str, LayerInputFn] | None = None,
+        first_output: Tensor | None = None,
+    ) -> Tensor:
         """Evaluate the network for weight samples ``theta`` (S, D) on rows ``X`` (n, in).
 
         Returns the outputs ``(S, n, out)``; a single weight vector ``theta`` (D,) gives
         outputs ``(n, out)``. ``layer_inputs``: ``{module name: fn}``, ``h -> fn(h)``
         applied to the input of those ``Linear`` layers (e.g. dropout masks). For
         training, :meth:`forward_tape` and :meth:`backward` give the gradients.
+        ``first_output`` (S, n, out_1): the first step's output (it must be a ``Linear``
+        layer), given instead of computed; the network runs from the step after it, and
+        ``theta``'s entries of that layer are not read.
         """
         if theta.dim() == 1:
             return self._forward_one(theta, X, layer_inputs or {})
         h = X
         in_place = not torch.is_grad_enabled()
-        for name, (kind, info) in zip(self.names, self.steps):
+        steps = zip(self.names, self.steps)
+        if first_output is not None:
+            if self.steps[0][0] != "linear":
+                raise ValueError("first_output needs a network whose first step is a Linear layer")
+            h = first_output
+            next(steps)
+        for name, (kind, info) in steps:
             if kind == "act":
                 # without autograd, overwrite a layer's own output (as nn.ReLU(inplace=True))
                 h = _IN_PLACE[type(info)](h) if in_place and h is not X and type(info) in _IN_PLACE else info(h)

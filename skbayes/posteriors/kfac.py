@@ -91,6 +91,14 @@ class DampedFactor(SharedOnCopy):
             return torch.linalg.solve_triangular(self.L, X, upper=False, left=False)
         return (X * torch.rsqrt(self.lam)[None, :]) @ self.Q.T
 
+    def quad_inverse(self, A: Tensor) -> Tensor:
+        """``a^T F^{-1} a`` for every row ``a`` of ``A`` (m, n): ``||L^{-1} a||^2``, (m,)."""
+        if self.L is not None:
+            Z = torch.linalg.solve_triangular(self.L, A.T, upper=False)
+            return (Z * Z).sum(0)
+        Z = A @ self.Q
+        return (Z * Z) @ (1.0 / self.lam)
+
     def diag_inverse(self) -> Tensor:
         """``diag(F^{-1})`` (n,)."""
         if self.L is not None:
@@ -142,6 +150,19 @@ class KroneckerBlock(SharedOnCopy):
     def variance(self) -> Tensor:
         return self.c * self.FA.diag_inverse()[:, None] * self.FS.diag_inverse()[None, :]
 
+    def output_scale(self, A: Tensor) -> Tensor:
+        """What :meth:`output_draws` needs of rows ``A`` (m, n): ``sqrt(c a^T F_A^{-1} a)`` (m,)."""
+        return torch.sqrt(self.c * self.FA.quad_inverse(A))
+
+    def output_draws(self, mean: Tensor, scale: Tensor, eps: Tensor) -> Tensor:
+        """Draws ``(k, m, p)`` of the layer's outputs ``a^T W`` for rows with outputs ``mean``
+        (m, p) at the posterior mean and ``scale`` (:meth:`output_scale`), one per standard
+        normal ``eps`` (k, p). Row ``a``'s outputs have covariance
+        ``c (a^T F_A^{-1} a) F_S^{-1}``, drawn as ``sqrt(c a^T F_A^{-1} a) eps R_S^T``
+        (``R_S R_S^T = F_S^{-1}``): every row's marginal is exact, and a row's draw does not
+        depend on the other rows."""
+        return torch.addcmul(mean[None], scale[None, :, None], self.FS.isqrt_right(eps)[:, None, :])
+
     def apply(self, V: Tensor) -> Tensor:
         """The block's covariance applied to matrices ``V`` (r, n, p): ``c F_A^{-1} V F_S^{-1}``."""
         r, n, p = V.shape
@@ -180,6 +201,17 @@ class EigenBlock(SharedOnCopy):
 
     def variance(self) -> Tensor:
         return (self.QA * self.QA) @ self.s @ (self.QS * self.QS).T
+
+    def output_scale(self, A: Tensor) -> Tensor:
+        """What :meth:`output_draws` needs of rows ``A`` (m, n): ``sqrt(z^2 s)`` (m, p) for
+        ``z = Q_A^T a``."""
+        Z = A @ self.QA
+        return torch.sqrt((Z * Z) @ self.s)
+
+    def output_draws(self, mean: Tensor, scale: Tensor, eps: Tensor) -> Tensor:
+        """As :meth:`KroneckerBlock.output_draws`: row ``a``'s outputs have covariance
+        ``Q_S diag(z^2 s) Q_S^T`` with ``z = Q_A^T a``, drawn as ``(sqrt(z^2 s) * eps) Q_S^T``."""
+        return torch.baddbmm(mean[None], scale[None] * eps[:, None, :], self.QS.T.expand(eps.shape[0], -1, -1))
 
     def apply(self, V: Tensor) -> Tensor:
         """The block's covariance applied to matrices ``V`` (r, n, p)."""
@@ -257,11 +289,79 @@ class KroneckerGaussian(PosteriorMixin):
         return out
 
     def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+        return self._sample_blocks(n, generator)
+
+    def _sample_blocks(self, n: int, generator: torch.Generator | None, first: int = 0) -> Tensor:
+        """``n`` weight samples ``(n, D)``; the blocks before ``first`` are left at the mean."""
         noise = self.mean_t.new_zeros(n, self.mean_t.shape[0])
-        for l, b in zip(self.layers, self.blocks):
+        for l, b in zip(self.layers[first:], self.blocks[first:]):
             X = torch.randn(n, l.n, l.p, generator=generator, dtype=self.mean_t.dtype, device=self.mean_t.device)
             l.mat_to_flat(b.transform(X), noise)
         return self.mean_t[None] + noise
+
+    def sample_rest_t(self, n: int, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+        """Draw what :meth:`first_layer_outputs_t` needs: weight samples but the first layer's.
+
+        Parameters
+        ----------
+        n : int
+            Number of draws.
+        generator : torch.Generator, optional
+            Source of the standard normal draws.
+
+        Returns
+        -------
+        theta : Tensor of shape (n, D)
+            Weight samples whose first block is left at the mean (the first layer's output
+            draws replace it).
+        eps : Tensor of shape (n, p)
+            Standard normal vectors for the first layer's ``p`` outputs.
+        """
+        theta = self._sample_blocks(n, generator, first=1)
+        p = self.layers[0].p
+        return theta, torch.randn(n, p, generator=generator, dtype=self.mean_t.dtype, device=self.mean_t.device)
+
+    def first_layer_moments_t(self, X: Tensor) -> tuple[Tensor, Tensor]:
+        """Compute what :meth:`first_layer_outputs_t` needs of some rows (one pass over the layer).
+
+        Parameters
+        ----------
+        X : Tensor of shape (m, n_in)
+            Rows of the network's input (the first layer must be a ``Linear`` one).
+
+        Returns
+        -------
+        mean : Tensor of shape (m, p)
+            The first layer's outputs at the posterior mean.
+        scale : Tensor of shape (m,) or (m, p)
+            The block's scale of their spread (noisy K-FAC: ``sqrt(c a^T F_A^{-1} a)``;
+            noisy EK-FAC: ``sqrt(z^2 s)`` with ``z = Q_A^T a``).
+        """
+        l, b = self.layers[0], self.blocks[0]
+        A = l.patches(X)[:, 0, :]  # (m, n): the rows with a trailing 1 for the bias
+        return A @ l.flat_to_mat(self.mean_t), b.output_scale(A)
+
+    def first_layer_outputs_t(self, moments: tuple[Tensor, Tensor], eps: Tensor) -> Tensor:
+        """Draw the first layer's outputs from their exact Gaussian under the posterior.
+
+        Each row's outputs have the mean and covariance they have under weight samples. The
+        draws of different rows share ``eps`` (so a row's value does not depend on the other
+        rows), so their joint over rows is not the weight samples' one: use them for per-row
+        quantities (a predictive's marginals), not for functions of several rows.
+
+        Parameters
+        ----------
+        moments : tuple of Tensor
+            :meth:`first_layer_moments_t` of the rows.
+        eps : Tensor of shape (k, p)
+            Standard normal vectors (:meth:`sample_rest_t`), one per draw.
+
+        Returns
+        -------
+        outputs : Tensor of shape (k, m, p)
+            One draw of every row's outputs per row of ``eps``.
+        """
+        return self.blocks[0].output_draws(*moments, eps)
 
     def variance_t(self) -> Tensor:
         var = torch.zeros_like(self.mean_t)
