@@ -653,3 +653,20 @@ def test_sampled_predictive_draws_the_first_layer_outputs(monkeypatch, Est):
 
     monkeypatch.setattr(type(est.posterior_), "first_layer_outputs_t", joint_only)
     assert est.sample_outputs(X[:5], n_samples=3).shape == (3, 5, 3)
+
+
+def test_first_layer_draws_only_where_the_network_starts_with_its_first_block():
+    """A network whose first step is an activation (or any custom module off the dense path)
+    keeps the weight-sample predictive: the first-layer draws need the rows to reach the
+    first block unchanged."""
+    X, y = _data()
+
+    def starts_with_tanh(n_in, n_out):
+        return nn.Sequential(nn.Tanh(), nn.Linear(n_in, 4), nn.ReLU(), nn.Linear(4, n_out))
+
+    est = NoisyKFACClassifier(module=starts_with_tanh, init="default", max_iter=2, batch_size=20, random_state=0)
+    est.set_params(predictive="sampled", predict_samples=20).fit(X, y)
+    assert est._forward.spec is not None and not est._draws_first_layer(est.posterior_)
+    p = est.predict_proba(X[:5])
+    np.testing.assert_allclose(p.sum(1), 1.0)
+    np.testing.assert_allclose(est.predict_proba(X[2:4]), p[2:4], rtol=1e-10)
