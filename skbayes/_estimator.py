@@ -16,7 +16,7 @@ import math
 import numbers
 from collections.abc import Callable
 from contextlib import AbstractContextManager
-from typing import TYPE_CHECKING, Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, cast
 
 import numpy as np
 import torch
@@ -69,6 +69,7 @@ from .exceptions import (
     _warn,
 )
 from .metrics import _mixture_log_density as mixture_log_density
+from .posteriors import KroneckerGaussian
 
 _DTYPES = {"float32": torch.float32, "float64": torch.float64}
 
@@ -1232,26 +1233,31 @@ class BayesianNetwork(BaseEstimator):
         seed = self._predict_seed if seed is None else seed
         gen = torch.Generator(device=self._device).manual_seed(int(seed))
         posterior = self.posterior_ if posterior is None else posterior
-        local = marginal and self._draws_first_layer(posterior)
+        # the first layer's outputs drawn row by row (a Kronecker posterior of a dense network)
+        kron = posterior if marginal and self._draws_first_layer(posterior) else None
+        spec = self._forward.spec
         outs = []
         with torch.no_grad():
             pieces = [Xt[r0 : r0 + 2048] for r0 in range(0, Xt.shape[0], 2048)]
-            if local:  # the first layer's outputs at the mean and their spread, once per piece
-                moments = [posterior.first_layer_moments_t(Xr) for Xr in pieces]  # type: ignore[attr-defined]  # local: a KroneckerGaussian
+            if kron is not None:  # the first layer's outputs at the mean and their spread, once per piece
+                moments = [kron.first_layer_moments_t(Xr) for Xr in pieces]
+            draws: Any  # weight samples, or (weight samples, normal draws) for the first layer's outputs
             for i, s0 in enumerate(range(0, S, 16)):
                 if samples is not None and i < len(samples):
                     draws = samples[i]
                 else:
                     k = min(16, S - s0)
-                    draws = posterior.sample_rest_t(k, generator=gen) if local else posterior.sample_t(k, generator=gen)  # type: ignore[attr-defined]  # local: a KroneckerGaussian
+                    if kron is not None:
+                        draws = kron.sample_rest_t(k, generator=gen)
+                    else:
+                        draws = posterior.sample_t(k, generator=gen)
                     if samples is not None:
                         samples.append(draws)
                 rows = []
                 for j, Xr in enumerate(pieces):
-                    if local:
+                    if kron is not None and spec is not None:
                         theta, eps = draws
-                        first = posterior.first_layer_outputs_t(moments[j], eps)  # type: ignore[attr-defined]
-                        rows.append(self._forward.spec.forward(theta, Xr, first_output=first))  # type: ignore[union-attr]  # local: a dense network
+                        rows.append(spec.forward(theta, Xr, first_output=kron.first_layer_outputs_t(moments[j], eps)))
                     else:
                         rows.append(self._forward(draws, Xr))
                 outs.append(torch.cat(rows, 1))
@@ -1259,15 +1265,15 @@ class BayesianNetwork(BaseEstimator):
         self._check_finite("network outputs", f)
         return f
 
-    def _draws_first_layer(self, posterior: PosteriorTensors) -> bool:
+    def _draws_first_layer(self, posterior: PosteriorTensors) -> TypeGuard[KroneckerGaussian]:
         """Whether ``posterior`` draws the first layer's outputs of this network exactly
         (:meth:`~skbayes.posteriors.KroneckerGaussian.first_layer_outputs_t`): a Kronecker
         posterior of a network of dense layers whose first step is its first block."""
         spec = self._forward.spec
-        layers = getattr(posterior, "layers", None)
-        if spec is None or not hasattr(posterior, "first_layer_outputs_t") or not layers:
+        if spec is None or not isinstance(posterior, KroneckerGaussian):
             return False
-        return bool(spec.steps[0][0] == "linear" and not layers[0].is_conv and layers[0].w_off == spec.linears[0][0])
+        first = posterior.layers[0]
+        return spec.steps[0][0] == "linear" and not first.is_conv and first.w_off == spec.linears[0][0]
 
     def _check_finite(self, what: str, *values: torch.Tensor | np.ndarray | float) -> None:
         """Raise :class:`NonFiniteOutputError` unless every value (tensors or arrays) is finite."""
