@@ -215,11 +215,20 @@ NAN_METRICS = {
 }
 
 
-def run_job(est, Xtr, ytr, Xte, yte, task, epochs, decay=True):
-    """Fit (single torch thread) and score; a dict of metrics, timings and problems."""
+def one_thread():
+    """Give this worker process one thread, in torch and in numpy's and scipy's BLAS alike (the
+    scikit-learn peers compute with numpy), so that every model is timed at the same threads."""
     import torch
+    from threadpoolctl import threadpool_limits
 
     torch.set_num_threads(1)
+    threadpool_limits(1)  # for the process's life, not a context
+
+
+def run_job(est, Xtr, ytr, Xte, yte, task, epochs, decay=True):
+    """Fit (single torch thread, single BLAS thread) and score; a dict of metrics, timings and
+    problems."""
+    one_thread()
     wall, cpu, problems = fit_with_decay(est, Xtr, ytr, epochs, decay)
     n_ep = int(getattr(est, "n_iter_", 0))
     out = dict(

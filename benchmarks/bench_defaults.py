@@ -39,7 +39,15 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
-from _harness import REGISTRY_METHODS, apply_overrides, library_version, mean_se, parse_overrides, print_problems
+from _harness import (
+    REGISTRY_METHODS,
+    apply_overrides,
+    library_version,
+    mean_se,
+    one_thread,
+    parse_overrides,
+    print_problems,
+)
 
 # skbayes's columns: these first, then any other method of the registry
 SKB = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
@@ -85,12 +93,11 @@ def make(method, task, seed, overrides, optional):
 
 
 def run_one(job):
-    """Fit one method on one split (in a worker process, one torch thread)."""
-    import torch
+    """Fit one method on one split (in a worker process, one thread in torch and in BLAS)."""
     from sklearn.metrics import log_loss
     from sklearn.model_selection import train_test_split
 
-    torch.set_num_threads(1)
+    one_thread()
     dataset, method, k, overrides, optional = job
     task = TASK[dataset]
     X, y = load(dataset)
@@ -182,7 +189,7 @@ def main(argv=None):
     ap.add_argument("--datasets", default=",".join(TASK))
     ap.add_argument("--methods", default=",".join(SKB + SKL))
     ap.add_argument("--splits", type=int, default=3)
-    ap.add_argument("--jobs", type=int, default=2, help="worker processes (1 torch thread each)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes (1 thread each, torch and BLAS)")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     args = ap.parse_args(argv)
     datasets = [d for d in args.datasets.split(",") if d]

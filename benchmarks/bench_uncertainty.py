@@ -3,8 +3,8 @@
 Every skbayes estimator at its defaults (only ``hidden_layer_sizes``, the same for
 every network of a task, and ``random_state`` are set) against what a
 scikit-learn user would run instead, in the same tables with fit and predict
-times. Every model runs in a worker process with one torch thread (``--jobs``
-workers at a time); the output states both.
+times. Every model runs in a worker process with one thread, in torch and in numpy's and
+scipy's BLAS alike (``--jobs`` workers at a time); the output states both.
 
 Tasks (``--tasks``)
 -------------------
@@ -123,7 +123,15 @@ from concurrent.futures import ProcessPoolExecutor
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
-from _harness import REGISTRY_GAUSSIAN, REGISTRY_METHODS, apply_overrides, library_version, mean_se, parse_overrides
+from _harness import (
+    REGISTRY_GAUSSIAN,
+    REGISTRY_METHODS,
+    apply_overrides,
+    library_version,
+    mean_se,
+    one_thread,
+    parse_overrides,
+)
 from bench_fashion import read_idx
 from sklearn.exceptions import ConvergenceWarning
 
@@ -528,10 +536,9 @@ def entropy(p):
 
 # --- one job ------------------------------------------------------------------------------
 def run_job(job):
-    """Fit one model and score it (in a worker process with one torch thread)."""
-    import torch
-
-    torch.set_num_threads(1)
+    """Fit one model and score it (in a worker process with one torch thread, and one thread in
+    numpy's and scipy's BLAS, which the scikit-learn peers compute with)."""
+    one_thread()
     task = "reg" if job["dataset"] in REGRESSION else "clf"
     out = {k: job[k] for k in ("dataset", "fit", "method", "variant", "seed")}
     out["problems"] = []
@@ -939,7 +946,7 @@ def main(argv=None):
     ap.add_argument("--methods", default=None, help=f"from {list(SKB_ALL + PEERS)}")
     ap.add_argument("--seeds", type=int, default=None, help="seeds (splits) per data set; default 3, --quick 1")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (to split a run)")
-    ap.add_argument("--jobs", type=int, default=2, help="worker processes (one torch thread each)")
+    ap.add_argument("--jobs", type=int, default=2, help="worker processes (one thread each)")
     ap.add_argument("--epochs", type=int, default=None, help="max_iter of every network (default: their own)")
     ap.add_argument("--fashion-rows", type=int, default=10_000, help="Fashion-MNIST training rows")
     ap.add_argument("--fashion-test-rows", type=int, default=10_000, help="Fashion-MNIST test rows (random subset)")
@@ -1016,7 +1023,7 @@ def main(argv=None):
     print(f"command: {cmd}")
     print(
         f"{library_version()}, torch {torch.__version__}, scikit-learn {sklearn.__version__}; "
-        f"{args.jobs} worker processes with 1 torch thread each, {os.cpu_count()} CPUs; "
+        f"{args.jobs} worker processes with 1 thread each (torch and BLAS), {os.cpu_count()} CPUs; "
         f"seeds {args.first_seed}..{args.first_seed + seeds - 1}"
         + (f"; every network max_iter={epochs}" if epochs else "")
     )

@@ -152,27 +152,30 @@ def _dense_moments(
             if "blocks" in plan:
                 layer, block = plan["blocks"][w_off]
                 a1 = torch.cat([a, a.new_ones(m, 1)], 1) if layer.has_bias else a
+                # batched GEMMs (m, k, o) x (m, o, k), not einsum: its path search costs more than
+                # the contraction on small networks
                 if isinstance(block, EigenBlock):
                     u = (a1 @ block.QA) ** 2 @ block.s  # (m, p)
                     w = dl @ block.QS
-                    cov += torch.einsum("mp,mkp,mlp->mkl", u, w, w)
+                    cov.baddbmm_(w * u[:, None, :], w.transpose(1, 2))
                 else:
-                    qa = (a1 * block.FA.solve_left(a1.T).T).sum(1)  # a^T F_A^{-1} a
-                    Sd = block.FS.solve_right(dl.reshape(m * k, o)).reshape(m, k, o)
-                    cov += block.c * qa[:, None, None] * torch.einsum("mko,mlo->mkl", dl, Sd)
+                    qa = block.FA.quad_inverse(a1)  # a^T F_A^{-1} a
+                    W = block.FS.whiten(dl.reshape(m * k, o)).reshape(m, k, o)  # W W^T = dl F_S^{-1} dl^T
+                    cov.baddbmm_(W * (block.c * qa)[:, None, None], W.transpose(1, 2))
                 continue
             v = plan["v"]
             T = (a * a) @ v[w_off : w_off + o * i].view(o, i).T  # (m, o)
             if b_off is not None:
                 T = T + v[b_off : b_off + o]
-            cov += torch.einsum("mko,mlo,mo->mkl", dl, dl, T)
+            cov.baddbmm_(dl * T[:, None, :], dl.transpose(1, 2))
             Z = plan.get("Z")
             if Z is not None:
                 L = Z.shape[1]
-                G = torch.einsum("roi,mi->mro", Z[w_off : w_off + o * i].T.reshape(L, o, i), a)
+                # G[m, r, :] = Z_r's (o, i) block applied to a_m: one GEMM with the (L o, i) rows of Z^T
+                G = (a @ Z[w_off : w_off + o * i].T.reshape(L * o, i).T).view(m, L, o)
                 if b_off is not None:
                     G = G + Z[b_off : b_off + o].T[None]
-                part = torch.einsum("mko,mro->mkr", dl, G)
+                part = dl @ G.transpose(1, 2)  # (m, k, L)
                 JZ = part if JZ is None else JZ + part
         if JZ is not None:
             cov -= JZ @ JZ.transpose(1, 2)

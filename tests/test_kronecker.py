@@ -519,6 +519,37 @@ def test_decay_epochs_scales_the_mean_step_only(Est):
         np.testing.assert_allclose(decayed.variance(), free.variance(), rtol=1e-12)
 
 
+def test_kfac_regressor_default_patience_fits_further():
+    """NoisyKFACRegressor waits 50 epochs without a new best (the protocol's choice; every other
+    estimator 20). Its one-sample objective is noisy, so 20 stop it early: on a nonlinear
+    regression (Friedman #1, 200 training rows, standardised) the longer patience gains test
+    log-likelihood on average and loses it on no split (where both stop at the same epoch
+    they are the same fit)."""
+    from sklearn.datasets import make_friedman1
+    from sklearn.model_selection import train_test_split
+    from sklearn.preprocessing import StandardScaler
+
+    assert NoisyKFACRegressor().get_params()["n_iter_no_change"] == 50
+    for Est in (NoisyKFACClassifier, NoisyEKFACClassifier, NoisyEKFACRegressor):
+        assert Est().get_params()["n_iter_no_change"] == 20
+    gains = []
+    for seed in range(4):
+        X, y = make_friedman1(n_samples=400, noise=0.3, random_state=seed)
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.5, random_state=seed)
+        sc = StandardScaler().fit(Xtr)
+        Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
+        ll = {}
+        for patience in (20, None):
+            kw = {} if patience is None else {"n_iter_no_change": patience}
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                est = NoisyKFACRegressor(random_state=seed, **kw).fit(Xtr, ytr)
+            ll[patience] = float(np.mean(est.log_likelihood(Xte, yte)))
+        gains.append(ll[None] - ll[20])
+    assert min(gains) > -0.02, gains
+    assert np.mean(gains) > 0.05, gains
+
+
 def test_kfac_classifier_default_decay_settles_the_posterior():
     """With a constant step the posterior keeps moving on digits: the test log-loss of
     snapshots 20 epochs apart (epochs 100-200) spreads widely. A decay (``decay_epochs=100``, as

@@ -91,13 +91,17 @@ class DampedFactor(SharedOnCopy):
             return torch.linalg.solve_triangular(self.L, X, upper=False, left=False)
         return (X * torch.rsqrt(self.lam)[None, :]) @ self.Q.T
 
+    def whiten(self, A: Tensor) -> Tensor:
+        """``A R`` with ``R R^T = F^{-1}`` for rows ``A`` (m, n), so that
+        ``(A R)(A R)^T = A F^{-1} A^T``: ``(L^{-1} A^T)^T``, or ``A Q diag(lam)^{-1/2}``."""
+        if self.L is not None:
+            return torch.linalg.solve_triangular(self.L, A.T, upper=False).T
+        return (A @ self.Q) * torch.rsqrt(self.lam)[None, :]
+
     def quad_inverse(self, A: Tensor) -> Tensor:
         """``a^T F^{-1} a`` for every row ``a`` of ``A`` (m, n): ``||L^{-1} a||^2``, (m,)."""
-        if self.L is not None:
-            Z = torch.linalg.solve_triangular(self.L, A.T, upper=False)
-            return (Z * Z).sum(0)
-        Z = A @ self.Q
-        return (Z * Z) @ (1.0 / self.lam)
+        Z = self.whiten(A)
+        return (Z * Z).sum(1)
 
     def diag_inverse(self) -> Tensor:
         """``diag(F^{-1})`` (n,)."""
