@@ -144,6 +144,11 @@ def test_damped_factor_against_dense_references(singular):
     Rt = F.isqrt_right(I)  # the transpose of the same R
     torch.testing.assert_close(Rt, R.T, rtol=1e-8, atol=1e-8)
     torch.testing.assert_close(F.isqrt_left(torch.stack([V, 2 * V])), torch.stack([R @ V, 2 * R @ V]))
+    A = torch.randn(5, n, dtype=DT)  # rows
+    W = F.whiten(A)  # A R: W W^T = A F^{-1} A^T
+    torch.testing.assert_close(W, A @ R, rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(W @ W.T, A @ Finv @ A.T, rtol=1e-8, atol=1e-8)
+    torch.testing.assert_close(F.quad_inverse(A), torch.diag(A @ Finv @ A.T), rtol=1e-8, atol=1e-8)
     torch.testing.assert_close(F.diag_inverse(), torch.diag(Finv), rtol=1e-8, atol=1e-8)
     torch.testing.assert_close(F.logdet(), torch.logdet(Fd), rtol=1e-8, atol=1e-8)
     torch.testing.assert_close(F.dense(), Fd, rtol=1e-8, atol=1e-8)
