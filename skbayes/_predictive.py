@@ -154,14 +154,13 @@ def _dense_moments(
                 a1 = torch.cat([a, a.new_ones(m, 1)], 1) if layer.has_bias else a
                 # batched GEMMs (m, k, o) x (m, o, k), not einsum: its path search costs more than
                 # the contraction on small networks
-                if isinstance(block, EigenBlock):
-                    u = (a1 @ block.QA) ** 2 @ block.s  # (m, p)
+                v = block.output_variance(a1)  # the row's output covariance, as its draws use it
+                if isinstance(block, EigenBlock):  # Q_S diag(v) Q_S^T: (m, p)
                     w = dl @ block.QS
-                    cov.baddbmm_(w * u[:, None, :], w.transpose(1, 2))
-                else:
-                    qa = block.FA.quad_inverse(a1)  # a^T F_A^{-1} a
+                    cov.baddbmm_(w * v[:, None, :], w.transpose(1, 2))
+                else:  # v F_S^{-1}: (m,)
                     W = block.FS.whiten(dl.reshape(m * k, o)).reshape(m, k, o)  # W W^T = dl F_S^{-1} dl^T
-                    cov.baddbmm_(W * (block.c * qa)[:, None, None], W.transpose(1, 2))
+                    cov.baddbmm_(W * v[:, None, None], W.transpose(1, 2))
                 continue
             v = plan["v"]
             T = (a * a) @ v[w_off : w_off + o * i].view(o, i).T  # (m, o)

@@ -154,9 +154,14 @@ class KroneckerBlock(SharedOnCopy):
     def variance(self) -> Tensor:
         return self.c * self.FA.diag_inverse()[:, None] * self.FS.diag_inverse()[None, :]
 
+    def output_variance(self, A: Tensor) -> Tensor:
+        """Each row's factor of the layer's output covariance for rows ``A`` (m, n): row ``a``'s
+        outputs ``a^T W`` have covariance ``v F_S^{-1}`` with ``v = c a^T F_A^{-1} a`` (m,)."""
+        return self.c * self.FA.quad_inverse(A)
+
     def output_scale(self, A: Tensor) -> Tensor:
         """What :meth:`output_draws` needs of rows ``A`` (m, n): ``sqrt(c a^T F_A^{-1} a)`` (m,)."""
-        return torch.sqrt(self.c * self.FA.quad_inverse(A))
+        return torch.sqrt(self.output_variance(A))
 
     def output_draws(self, mean: Tensor, scale: Tensor, eps: Tensor) -> Tensor:
         """Draws ``(k, m, p)`` of the layer's outputs ``a^T W`` for rows with outputs ``mean``
@@ -206,11 +211,16 @@ class EigenBlock(SharedOnCopy):
     def variance(self) -> Tensor:
         return (self.QA * self.QA) @ self.s @ (self.QS * self.QS).T
 
+    def output_variance(self, A: Tensor) -> Tensor:
+        """Each row's variances of the layer's outputs in the ``Q_S`` basis for rows ``A`` (m, n):
+        row ``a``'s outputs have covariance ``Q_S diag(z^2 s) Q_S^T``, ``z = Q_A^T a``; ``z^2 s`` (m, p)."""
+        Z = A @ self.QA
+        return (Z * Z) @ self.s
+
     def output_scale(self, A: Tensor) -> Tensor:
         """What :meth:`output_draws` needs of rows ``A`` (m, n): ``sqrt(z^2 s)`` (m, p) for
         ``z = Q_A^T a``."""
-        Z = A @ self.QA
-        return torch.sqrt((Z * Z) @ self.s)
+        return torch.sqrt(self.output_variance(A))
 
     def output_draws(self, mean: Tensor, scale: Tensor, eps: Tensor) -> Tensor:
         """As :meth:`KroneckerBlock.output_draws`: row ``a``'s outputs have covariance
