@@ -29,13 +29,13 @@ import torch
 from torch import Tensor
 from torch.func import jacrev, vmap
 
+from ._networks.dense import materialise_delta
 from .posteriors import DiagonalGaussian, KroneckerGaussian, LowRankGaussian, SoftplusGaussian
 from .posteriors._common import GaussianTensors
 from .posteriors.kfac import EigenBlock
 
 if TYPE_CHECKING:
     from ._networks import NetworkForward
-    from ._networks.dense import TapeEntry
 
 #: Elements of the largest temporary a chunk of rows may allocate (32 Mi values).
 _BUDGET = 2**25
@@ -74,8 +74,12 @@ def linearized_moments(posterior: CovarianceTensors, forward: NetworkForward, X:
     fast = forward.dense and isinstance(
         posterior, (LowRankGaussian, DiagonalGaussian, SoftplusGaussian, KroneckerGaussian)
     )
-    with torch.no_grad():
-        k = forward(mu, X[:1]).shape[-1] if X.shape[0] else 1
+    if fast:  # the last Linear layer's width (element-wise activations keep it)
+        assert forward.spec is not None  # forward.dense
+        k = forward.spec.linears[-1][1]
+    else:
+        with torch.no_grad():
+            k = forward(mu, X[:1]).shape[-1] if X.shape[0] else 1
     if X.shape[0] == 0:
         return X.new_zeros(0, k), X.new_zeros(0, k, k)
     if fast:
@@ -93,6 +97,8 @@ def linearized_moments(posterior: CovarianceTensors, forward: NetworkForward, X:
         mean, cov = step(X[r0 : r0 + m])
         means.append(mean)
         covs.append(0.5 * (cov + cov.transpose(1, 2)))
+    if len(means) == 1:
+        return means[0], covs[0]
     return torch.cat(means), torch.cat(covs)
 
 
@@ -138,35 +144,47 @@ def _dense_moments(
     assert spec is not None  # the dense path
     with torch.no_grad():
         out, tape = spec.forward_tape(mu[None], Xc)
-        # back-propagate the k unit output directions at once (k plays the sample axis)
-        tape = [_expand_entry(e, k) for e in tape]
-        eye = torch.eye(k, dtype=Xc.dtype, device=Xc.device)
-        deltas = spec.backward(tape, eye[:, None, :].expand(k, Xc.shape[0], k))
+        # row j's Jacobian with respect to a layer's outputs: P_j diag(d_j) (output_deltas)
+        deltas = spec.output_deltas(tape)
         inputs = spec.linear_inputs(tape)
         m = Xc.shape[0]
         cov = Xc.new_zeros(m, k, k)
+        flat = cov.view(m, k * k)
         JZ: Tensor | None = None
-        for A, delta, (w_off, o, i, b_off) in zip(inputs, deltas, spec.linears):
-            a = A[0]  # (m, i): the same for every direction
-            dl = delta.permute(1, 0, 2)  # (m, k, o)
+        for A, (P, d), (w_off, o, i, b_off) in zip(inputs, deltas, spec.linears):
+            a = A[0]  # (m, i)
+            identity = P is None and d is None
+            shared = P is not None and P.dim() == 2
             if "blocks" in plan:
                 layer, block = plan["blocks"][w_off]
                 a1 = torch.cat([a, a.new_ones(m, 1)], 1) if layer.has_bias else a
-                # batched GEMMs (m, k, o) x (m, o, k), not einsum: its path search costs more than
-                # the contraction on small networks
                 v = block.output_variance(a1)  # the row's output covariance, as its draws use it
                 if isinstance(block, EigenBlock):  # Q_S diag(v) Q_S^T: (m, p)
-                    w = dl @ block.QS
-                    cov.baddbmm_(w * v[:, None, :], w.transpose(1, 2))
-                else:  # v F_S^{-1}: (m,)
-                    W = block.FS.whiten(dl.reshape(m * k, o)).reshape(m, k, o)  # W W^T = dl F_S^{-1} dl^T
+                    if identity:  # one GEMM with the products of Q_S's rows, (p, k k)
+                        QS = block.QS
+                        flat.addmm_(v, (QS[:, None, :] * QS[None, :, :]).reshape(k * k, -1).T)
+                    else:  # batched GEMMs (m, k, o) x (m, o, k), not einsum: its path search
+                        w = materialise_delta(P, d, m, out) @ block.QS  # costs more than the contraction
+                        cov.baddbmm_(w * v[:, None, :], w.transpose(1, 2))
+                elif identity:  # v F_S^{-1}
+                    R = block.FS.whiten(torch.eye(k, dtype=a.dtype, device=a.device))
+                    flat.addr_(v, (R @ R.T).reshape(-1))
+                else:  # W W^T = dl F_S^{-1} dl^T
+                    W = block.FS.whiten(materialise_delta(P, d, m, out).reshape(m * k, o)).reshape(m, k, o)
                     cov.baddbmm_(W * v[:, None, None], W.transpose(1, 2))
                 continue
             v = plan["v"]
-            T = (a * a) @ v[w_off : w_off + o * i].view(o, i).T  # (m, o)
+            T = (a * a) @ v[w_off : w_off + o * i].view(o, i).T  # (m, o): the layer's output variances
             if b_off is not None:
                 T = T + v[b_off : b_off + o]
-            cov.baddbmm_(dl * T[:, None, :], dl.transpose(1, 2))
+            if identity:
+                cov.diagonal(dim1=1, dim2=2).add_(T)
+            elif shared:  # P diag(d^2 T) P^T: one GEMM with the products of P's columns, (o, k k)
+                assert P is not None  # shared
+                flat.addmm_(T if d is None else d * d * T, (P[:, None, :] * P[None, :, :]).reshape(k * k, o).T)
+            else:
+                dl = materialise_delta(P, d, m, out)
+                cov.baddbmm_(dl * T[:, None, :], dl.transpose(1, 2))
             Z = plan.get("Z")
             if Z is not None:
                 L = Z.shape[1]
@@ -174,21 +192,18 @@ def _dense_moments(
                 G = (a @ Z[w_off : w_off + o * i].T.reshape(L * o, i).T).view(m, L, o)
                 if b_off is not None:
                     G = G + Z[b_off : b_off + o].T[None]
-                part = dl @ G.transpose(1, 2)  # (m, k, L)
+                if identity:
+                    part = G.transpose(1, 2)  # (m, k, L)
+                elif shared:  # (G diag(d)) P^T: one GEMM
+                    assert P is not None  # shared
+                    Gd = G if d is None else G * d[:, None, :]
+                    part = (Gd.reshape(m * L, o) @ P.T).view(m, L, k).transpose(1, 2)
+                else:
+                    part = materialise_delta(P, d, m, out) @ G.transpose(1, 2)
                 JZ = part if JZ is None else JZ + part
         if JZ is not None:
-            cov -= JZ @ JZ.transpose(1, 2)
+            cov.baddbmm_(JZ, JZ.transpose(1, 2), alpha=-1.0)
         return out[0], cov
-
-
-def _expand_entry(entry: TapeEntry, k: int) -> TapeEntry:
-    """A tape entry of one weight vector made to serve ``k`` back-propagated directions."""
-    if entry[0] == "linear":
-        return ("linear", entry[1], entry[2].expand(k, -1, -1), entry[3])
-    if entry[0] == "act":
-        z = entry[2]
-        return ("act", entry[1], None if z is None else z.expand(k, -1, -1), entry[3].expand(k, -1, -1))
-    return entry
 
 
 def _sqrt(cov: Tensor) -> Tensor:
@@ -225,9 +240,11 @@ def pairwise_probit_proba(mean: Tensor, cov: Tensor) -> Tensor:
     if mean.shape[-1] == 1:
         return probit_proba(mean, cov)
     var = torch.diagonal(cov, dim1=-2, dim2=-1)
-    s = (var[:, :, None] + var[:, None, :] - 2.0 * cov).clamp_min(0.0)
-    z = -(mean[:, :, None] - mean[:, None, :]) / torch.sqrt(1.0 + (math.pi / 8.0) * s)
-    logp = -torch.logsumexp(z, -1)
+    # in place on one (n, k, k) buffer: s_kj, then 1 / sqrt(1 + pi s_kj / 8), then z_kj
+    s = torch.add(var[:, :, None], var[:, None, :]).sub_(cov, alpha=2.0).clamp_min_(0.0)
+    z = s.mul_(math.pi / 8.0).add_(1.0).rsqrt_().mul_(mean[:, None, :] - mean[:, :, None])
+    zmax = z.amax(-1, keepdim=True)  # logsumexp over j, by hand (faster on short rows)
+    logp = -(z.sub_(zmax).exp_().sum(-1).log_() + zmax[..., 0])
     return torch.softmax(logp, -1)
 
 

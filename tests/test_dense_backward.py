@@ -12,6 +12,7 @@ from torch import nn
 
 from skbayes._likelihoods import Bernoulli, Categorical, Gaussian, GaussianNoise, nll_grad
 from skbayes._networks import DenseSpec, ParamLayout
+from skbayes._networks.dense import materialise_delta
 
 #: Longest reduction in these comparisons: the weight gradients sum over the 40 rows (and the
 #: backward pass over at most 9 units), so a result may differ from autograd's by the rounding of
@@ -172,3 +173,36 @@ def test_likelihood_without_nll_grad_goes_through_autograd():
     torch.testing.assert_close(nll, (f[..., 0] - y).abs() + 0.1 * f[..., 0] ** 2)
     torch.testing.assert_close(df[..., 0], g * (torch.sign(f[..., 0] - y) + 0.2 * f[..., 0]))
     assert not nll.requires_grad and not df.requires_grad
+
+
+@pytest.mark.parametrize("arch", sorted(ARCHS) + ["linear-linear"])
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+@pytest.mark.parametrize("masked", [False, True], ids=["plain", "masked"])
+def test_output_deltas_equal_backward_of_each_output_direction(arch, dtype, masked):
+    """``output_deltas`` (the per-row Jacobian of the outputs with respect to every Linear
+    layer's output, factored as ``P_j diag(d_j)``) against :meth:`backward` of each unit
+    output direction, on networks whose last step is a Linear layer (the identity), an
+    activation, or whose Linear layers follow each other; with a mask on a layer's input."""
+    if arch == "linear-linear":
+        torch.manual_seed(0)
+        net = nn.Sequential(nn.Linear(6, 9), nn.ReLU(), nn.Linear(9, 5), nn.Linear(5, 4)).to(dtype)
+        layout = ParamLayout(net)
+    else:
+        net, layout = _net(arch, dtype)
+    spec = DenseSpec(net, layout)
+    gen = torch.Generator().manual_seed(3)
+    theta = torch.randn(1, layout.size, generator=gen, dtype=dtype)
+    X = torch.randn(40, 6, generator=gen, dtype=dtype)
+    last = [n for n, m in zip(spec.names, net) if isinstance(m, nn.Linear)][-1]
+    masks = {last: lambda h: (torch.rand(h.shape, generator=gen, dtype=h.dtype) < 0.7).to(h.dtype) / 0.7}
+    f, tape = spec.forward_tape(theta, X, masks if masked else None)
+    k = f.shape[-1]
+    deltas = spec.output_deltas(tape)
+    assert len(deltas) == len(spec.linears)
+    ref = [spec.backward(tape, torch.eye(k, dtype=dtype)[c].expand(1, 40, k)) for c in range(k)]
+    for layer, (P, d) in enumerate(deltas):
+        got = materialise_delta(P, d, 40, f)
+        want = torch.stack([r[layer][0] for r in ref], 1)  # (m, k, o)
+        _close(got, want)
+    # the last layer's Jacobian is the identity exactly when nothing follows it
+    assert (deltas[-1] == (None, None)) == isinstance(net[-1], nn.Linear)

@@ -57,6 +57,13 @@ class Wrapped(nn.Module):
         return self.inner(x)
 
 
+#: The dense path with one hidden layer (the output layer's Jacobian is the identity, the
+#: hidden layer's one matrix times each row's activation derivatives) and two (the first
+#: layer's differs per row); the generic path with the wrapped module's own layers.
+PATHS = [(False, (5,)), (False, (4, 3)), (True, (5,))]
+PATH_IDS = ["dense-path", "dense-path-two-hidden", "generic-path"]
+
+
 def _dense_reference(est, X):
     """``f(x; mu)`` (n, k) and ``J Sigma J^T`` (n, k, k) by a dense Jacobian and covariance."""
     net = est.module_
@@ -95,10 +102,10 @@ def _fit(Est, classes=None, module=None, **kw):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("generic", [False, True], ids=["dense-path", "generic-path"])
+@pytest.mark.parametrize(("generic", "hidden"), PATHS, ids=PATH_IDS)
 @pytest.mark.parametrize("Est", REGRESSORS)
-def test_regressor_moments_equal_dense_jacobian_reference(Est, generic):
-    reg, X = _fit(Est, module=Wrapped if generic else None)
+def test_regressor_moments_equal_dense_jacobian_reference(Est, generic, hidden):
+    reg, X = _fit(Est, module=Wrapped if generic else None, hidden_layer_sizes=hidden)
     mean_ref, cov_ref, J, Sigma = _dense_reference(reg, X)
     tol = _tol(J, Sigma)
     assert reg._forward.dense != generic
@@ -115,11 +122,11 @@ def test_regressor_moments_equal_dense_jacobian_reference(Est, generic):
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@pytest.mark.parametrize("generic", [False, True], ids=["dense-path", "generic-path"])
+@pytest.mark.parametrize(("generic", "hidden"), PATHS, ids=PATH_IDS)
 @pytest.mark.parametrize("classes", [2, 3])
 @pytest.mark.parametrize("Est", CLASSIFIERS)
-def test_classifier_moments_and_probit_equal_dense_jacobian_reference(Est, classes, generic):
-    clf, X = _fit(Est, classes=classes, module=Wrapped if generic else None)
+def test_classifier_moments_and_probit_equal_dense_jacobian_reference(Est, classes, generic, hidden):
+    clf, X = _fit(Est, classes=classes, module=Wrapped if generic else None, hidden_layer_sizes=hidden)
     mean_ref, cov_ref, J, Sigma = _dense_reference(clf, X)
     mean, cov = clf._glm_moments(X)
     np.testing.assert_allclose(mean.numpy(), mean_ref, rtol=0, atol=1e3 * EPS * np.abs(mean_ref).max())

@@ -10,6 +10,7 @@ from torch import nn
 
 import skbayes._curvature.factors as kfac_curv
 import skbayes._families.kfac as kfac_mod
+import skbayes.posteriors.kfac as kfac_posteriors
 from skbayes import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
 from skbayes._likelihoods import Categorical
@@ -105,11 +106,17 @@ def test_ekfac_covariance_equals_eigenbasis_formula():
     assert not torch.allclose(st["R"], st["lamA"][:, None] * st["lamS"][None, :])
 
 
-@pytest.mark.parametrize("singular", [False, True])
-def test_damped_factor_against_dense_references(singular):
+@pytest.mark.parametrize(
+    ("singular", "whiten_by_product"),
+    [(False, True), (False, False), (True, True)],
+    ids=["cholesky-product", "cholesky-solve", "eigen-fallback"],
+)
+def test_damped_factor_against_dense_references(singular, whiten_by_product, monkeypatch):
     """Every operation of a damped factor ``F = M + shift I`` against dense linear algebra,
     through the Cholesky factor and, for a factor whose Cholesky factorisation fails, the
-    eigendecomposition fallback."""
+    eigendecomposition fallback. The Cholesky factor whitens small factors by a product with
+    its inverse and large ones by a triangular solve: both are checked (the size limit moved)."""
+    monkeypatch.setattr(kfac_posteriors, "_WHITEN_BY_PRODUCT", 10**6 if whiten_by_product else 0)
     torch.manual_seed(0)
     n = 6
     B = torch.randn(n, 3 if singular else 2 * n, dtype=DT)

@@ -48,6 +48,13 @@ _ACT_BACKWARD: dict[type[nn.Module], Callable[[Tensor, Tensor], Tensor]] = {
 }
 
 
+#: Layers up to this many outputs compute a batch of weight samples' outputs as ``(W h^T)^T``,
+#: wider ones as ``h W^T``. On one CPU thread (16 samples of 1,000 rows, float32) the first
+#: order is faster for thin layers (100 -> 10 units: 1.0 against 1.7 ms; 50 -> 10 on 450 rows:
+#: 0.16 against 0.51 ms) and level for wide ones.
+_THIN = 64
+
+
 def _act_backward(module: nn.Module, z: Tensor | None, out: Tensor, g: Tensor) -> Tensor:
     """Gradient with respect to the input ``z`` of an element-wise activation ``module``
     with output ``out``, given ``g`` with respect to its output (``z`` may be None for
@@ -60,6 +67,20 @@ def _act_backward(module: nn.Module, z: Tensor | None, out: Tensor, g: Tensor) -
         zr = z.detach().requires_grad_(True)
         (dz,) = torch.autograd.grad(module(zr), zr, g)
     return dz
+
+
+def materialise_delta(P: Tensor | None, d: Tensor | None, m: int, like: Tensor) -> Tensor:
+    """Row ``j``'s ``P_j diag(d_j)`` for every row, (m, k, o), from an entry of
+    :meth:`DenseSpec.output_deltas` (``P`` None: the identity, of the size of ``d``, or of
+    ``like``'s last axis when ``d`` is None too; ``like`` gives the dtype and device)."""
+    if P is None:
+        if d is not None:
+            return torch.diag_embed(d)
+        k = like.shape[-1]
+        return torch.eye(k, dtype=like.dtype, device=like.device).expand(m, k, k)
+    if d is not None:
+        return P * d[:, None, :]
+    return P if P.dim() == 3 else P.expand(m, *P.shape)
 
 
 _ELEMENTWISE = (
@@ -174,7 +195,10 @@ class DenseSpec:
             W = theta[:, w_off : w_off + out * inp].reshape(-1, out, inp)
             if b_off is not None:  # bias fused into the batched GEMM, as nn.Linear's addmm
                 hb = h if h.dim() == 3 else h.expand(theta.shape[0], *h.shape)
-                h = torch.baddbmm(theta[:, None, b_off : b_off + out], hb, W.transpose(1, 2))
+                if out <= _THIN:  # (W h^T)^T: the faster order for a thin layer (a transposed view)
+                    h = torch.baddbmm(theta[:, b_off : b_off + out, None], W, hb.transpose(1, 2)).transpose(1, 2)
+                else:
+                    h = torch.baddbmm(theta[:, None, b_off : b_off + out], hb, W.transpose(1, 2))
             else:
                 h = torch.matmul(h, W.transpose(1, 2))
         return h
@@ -256,6 +280,49 @@ class DenseSpec:
                 g = g * entry[1]
                 continue
             g = _act_backward(entry[1], entry[2], entry[3], g)
+        deltas.reverse()
+        return deltas
+
+    def output_deltas(self, tape: Sequence[TapeEntry]) -> list[tuple[Tensor | None, Tensor | None]]:
+        """The Jacobian of the network outputs with respect to every ``Linear`` layer's
+        output, per row, from the tape of one weight vector (``forward_tape`` with S = 1)
+        on ``m`` rows, in layer order and in factored form.
+
+        Each layer's entry is a pair ``(P, d)``: row ``j``'s Jacobian (k outputs x out_l) is
+        ``P_j diag(d_j)``. ``P`` is None (the identity: a last ``Linear`` layer that gives
+        the outputs), a matrix (k, out_l) shared by every row, or one per row
+        (m, k, out_l); ``d`` is None (ones) or the rows' column scales (m, out_l), the
+        derivatives of the element-wise activations (and masks) since the last ``Linear``
+        layer. :func:`materialise_delta` forms ``P_j diag(d_j)``. The same numbers as
+        :meth:`backward` of the ``k`` unit output directions, with one matrix product
+        per layer for all rows and directions.
+        """
+        deltas: list[tuple[Tensor | None, Tensor | None]] = []
+        P: Tensor | None = None
+        d: Tensor | None = None
+        m = self.linear_inputs(tape)[0].shape[1]
+        remaining = len(self.linears)
+        for entry in reversed(tape):
+            if entry[0] == "linear":
+                deltas.append((P, d))
+                remaining -= 1
+                if remaining == 0:
+                    break
+                W = entry[2][0]  # (o, i)
+                if P is None:
+                    P = W if d is None else d[:, :, None] * W[None]  # diag(d_j) W
+                else:
+                    if d is not None:
+                        P = P * d[:, None, :]
+                    P = P @ W if P.dim() == 2 else (P.reshape(-1, P.shape[2]) @ W).view(m, P.shape[1], W.shape[1])
+                d = None
+                continue
+            if entry[0] == "mask":
+                e = entry[1][0].expand(m, -1)
+            else:  # an element-wise activation: its derivative, row by row
+                out = entry[3][0]
+                e = _act_backward(entry[1], None if entry[2] is None else entry[2][0], out, torch.ones_like(out))
+            d = e if d is None else d * e
         deltas.reverse()
         return deltas
 

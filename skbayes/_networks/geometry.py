@@ -119,15 +119,20 @@ class KronLayer(SharedOnCopy):
             W = torch.cat([W, b], dim=-2)
         return W
 
-    def mat_to_flat(self, W: Tensor, out: Tensor) -> None:
-        """Write ``(..., n, p)`` matrices into the flat vectors ``out`` (..., D)."""
+    def mat_to_flat(self, W: Tensor, out: Tensor, add: bool = False) -> None:
+        """Write ``(..., n, p)`` matrices into the flat vectors ``out`` (..., D), or add them to
+        what is there (``add=True``)."""
         lead = W.shape[:-2]
-        out[..., self.w_off : self.w_off + self.p * self.n_in] = (
-            W[..., : self.n_in, :].transpose(-1, -2).reshape(*lead, self.p * self.n_in)
-        )
+        parts = [(self.w_off, W[..., : self.n_in, :].transpose(-1, -2).reshape(*lead, self.p * self.n_in))]
         if self.has_bias:
             assert self.b_off is not None
-            out[..., self.b_off : self.b_off + self.p] = W[..., self.n_in, :]
+            parts.append((self.b_off, W[..., self.n_in, :]))
+        for off, part in parts:
+            dest = out[..., off : off + part.shape[-1]]
+            if add:
+                dest.add_(part)
+            else:
+                dest.copy_(part)
 
     def vec_index(self, device: torch.device | str | None = None) -> Tensor:
         """Flat indices (n p,) of ``vec(W)`` (column-major), for dense references."""

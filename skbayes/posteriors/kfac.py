@@ -32,6 +32,12 @@ from .._linalg import sym_eig
 from .._networks import KronLayer, SharedOnCopy
 from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
+#: Factors up to this size whiten rows by a matrix product with their kept inverse Cholesky
+#: factor, larger ones by a triangular solve from the right. On one CPU thread the product is
+#: faster up to about 200 columns (float32, 4,500 rows: 0.34 against 0.74 ms at 50 columns,
+#: 4.0 against 5.0 at 200), the solve beyond (15.5 against 14.7 ms at 400, 84 against 54 at 785).
+_WHITEN_BY_PRODUCT = 256
+
 
 class DampedFactor(SharedOnCopy):
     """A damped symmetric PSD Kronecker factor ``F = M + shift I``, factorised once.
@@ -91,11 +97,31 @@ class DampedFactor(SharedOnCopy):
             return torch.linalg.solve_triangular(self.L, X, upper=False, left=False)
         return (X * torch.rsqrt(self.lam)[None, :]) @ self.Q.T
 
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state.pop("_Linv", None)  # a cache, formed again when needed
+        return state
+
+    def inverse_factor(self) -> Tensor:
+        """``L^{-1}`` (lower triangular), formed by one triangular solve on first use and kept
+        (the factor never changes). Only with the Cholesky factor (``L`` not None)."""
+        Linv = self.__dict__.get("_Linv")
+        if Linv is None:
+            assert self.L is not None  # the Cholesky branch
+            eye = torch.eye(self.L.shape[0], dtype=self.L.dtype, device=self.L.device)
+            Linv = torch.linalg.solve_triangular(self.L, eye, upper=False)
+            self._Linv = Linv
+        return Linv
+
     def whiten(self, A: Tensor) -> Tensor:
         """``A R`` with ``R R^T = F^{-1}`` for rows ``A`` (m, n), so that
-        ``(A R)(A R)^T = A F^{-1} A^T``: ``(L^{-1} A^T)^T``, or ``A Q diag(lam)^{-1/2}``."""
+        ``(A R)(A R)^T = A F^{-1} A^T``: ``A L^{-T}``, or ``A Q diag(lam)^{-1/2}``. Up to
+        ``_WHITEN_BY_PRODUCT`` columns as one matrix product with the kept
+        :meth:`inverse_factor`, beyond by a triangular solve (which does half its work)."""
         if self.L is not None:
-            return torch.linalg.solve_triangular(self.L, A.T, upper=False).T
+            if self.n <= _WHITEN_BY_PRODUCT:
+                return A @ self.inverse_factor().T
+            return torch.linalg.solve_triangular(self.L.T, A, upper=True, left=False)
         return (A @ self.Q) * torch.rsqrt(self.lam)[None, :]
 
     def quad_inverse(self, A: Tensor) -> Tensor:
@@ -106,8 +132,7 @@ class DampedFactor(SharedOnCopy):
     def diag_inverse(self) -> Tensor:
         """``diag(F^{-1})`` (n,)."""
         if self.L is not None:
-            eye = torch.eye(self.L.shape[0], dtype=self.L.dtype, device=self.L.device)
-            Linv = torch.linalg.solve_triangular(self.L, eye, upper=False)
+            Linv = self.inverse_factor()
             return (Linv * Linv).sum(0)
         return (self.Q * self.Q) @ (1.0 / self.lam)
 
@@ -170,7 +195,11 @@ class KroneckerBlock(SharedOnCopy):
         ``c (a^T F_A^{-1} a) F_S^{-1}``, drawn as ``sqrt(c a^T F_A^{-1} a) eps R_S^T``
         (``R_S R_S^T = F_S^{-1}``): every row's marginal is exact, and a row's draw does not
         depend on the other rows."""
-        return torch.addcmul(mean[None], scale[None, :, None], self.FS.isqrt_right(eps)[:, None, :])
+        e = self.FS.isqrt_right(eps)
+        # written into a (k, m, p) buffer: left to itself, addcmul lays its result out with the
+        # draws' axis fastest, which makes the next layer's batched products 2-4 times slower
+        out = mean.new_empty(e.shape[0], *mean.shape)
+        return torch.addcmul(mean[None], scale[None, :, None], e[:, None, :], out=out)
 
     def apply(self, V: Tensor) -> Tensor:
         """The block's covariance applied to matrices ``V`` (r, n, p): ``c F_A^{-1} V F_S^{-1}``."""
@@ -307,11 +336,11 @@ class KroneckerGaussian(PosteriorMixin):
 
     def _sample_blocks(self, n: int, generator: torch.Generator | None, first: int = 0) -> Tensor:
         """``n`` weight samples ``(n, D)``; the blocks before ``first`` are left at the mean."""
-        noise = self.mean_t.new_zeros(n, self.mean_t.shape[0])
+        theta = self.mean_t.repeat(n, 1)  # one pass over (n, D); each block's noise added in place
         for l, b in zip(self.layers[first:], self.blocks[first:]):
             X = torch.randn(n, l.n, l.p, generator=generator, dtype=self.mean_t.dtype, device=self.mean_t.device)
-            l.mat_to_flat(b.transform(X), noise)
-        return self.mean_t[None] + noise
+            l.mat_to_flat(b.transform(X), theta, add=True)
+        return theta
 
     def sample_rest_t(self, n: int, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
         """Draw what :meth:`first_layer_outputs_t` needs: weight samples but the first layer's.
