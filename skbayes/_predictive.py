@@ -165,13 +165,16 @@ def _dense_moments(
                         flat.addmm_(v, (QS[:, None, :] * QS[None, :, :]).reshape(k * k, -1).T)
                     else:  # batched GEMMs (m, k, o) x (m, o, k), not einsum: its path search
                         w = materialise_delta(P, d, m, out) @ block.QS  # costs more than the contraction
-                        cov.baddbmm_(w * v[:, None, :], w.transpose(1, 2))
+                        w.mul_(v.sqrt()[:, None, :])
+                        cov.baddbmm_(w, w.transpose(1, 2))
                 elif identity:  # v F_S^{-1}
                     R = block.FS.whiten(torch.eye(k, dtype=a.dtype, device=a.device))
                     flat.addr_(v, (R @ R.T).reshape(-1))
-                else:  # W W^T = dl F_S^{-1} dl^T
-                    W = block.FS.whiten(materialise_delta(P, d, m, out).reshape(m * k, o)).reshape(m, k, o)
-                    cov.baddbmm_(W * v[:, None, None], W.transpose(1, 2))
+                else:  # W W^T = v dl F_S^{-1} dl^T: the rows' sqrt(v) folded into dl's scales
+                    sv = v.sqrt()[:, None]
+                    dv = sv.expand(m, o) if d is None else d * sv
+                    W = block.FS.whiten(materialise_delta(P, dv, m, out).reshape(m * k, o)).reshape(m, k, o)
+                    cov.baddbmm_(W, W.transpose(1, 2))
                 continue
             v = plan["v"]
             T = (a * a) @ v[w_off : w_off + o * i].view(o, i).T  # (m, o): the layer's output variances
@@ -191,12 +194,12 @@ def _dense_moments(
                 # G[m, r, :] = Z_r's (o, i) block applied to a_m: one GEMM with the (L o, i) rows of Z^T
                 G = (a @ Z[w_off : w_off + o * i].T.reshape(L * o, i).T).view(m, L, o)
                 if b_off is not None:
-                    G = G + Z[b_off : b_off + o].T[None]
+                    G.add_(Z[b_off : b_off + o].T[None])
                 if identity:
                     part = G.transpose(1, 2)  # (m, k, L)
                 elif shared:  # (G diag(d)) P^T: one GEMM
                     assert P is not None  # shared
-                    Gd = G if d is None else G * d[:, None, :]
+                    Gd = G if d is None else G.mul_(d[:, None, :])
                     part = (Gd.reshape(m * L, o) @ P.T).view(m, L, k).transpose(1, 2)
                 else:
                     part = materialise_delta(P, d, m, out) @ G.transpose(1, 2)

@@ -1,0 +1,91 @@
+"""Prediction cost at the defaults, call by call, against a 5-MLP ensemble.
+
+``bench_uncertainty.py`` times one ``predict_proba`` call per fit, under the load of its
+other worker. This script isolates that cost: every network classifier at its defaults
+(``max_iter`` shortened: the cost of a prediction does not depend on how long the fit ran)
+and a deep ensemble of 5 ``MLPClassifier`` (the benchmark's peer, averaged probabilities),
+each called ``--calls`` times on the same rows in one process at one thread (torch and
+BLAS); the first call and the median are reported.
+
+- ``digits``: the test quarter of a stratified split (450 rows, 64 features, standardised),
+  the networks' default hidden layer (50,), float64.
+- ``fashion``: random inputs of Fashion-MNIST's shape (784 features in float64, 10
+  classes, 2,000 training and 1,000 test rows), a 784-100-10 network, in float32 for
+  skbayes (the ensemble computes in the inputs' float64), as in ``bench_uncertainty.py``;
+  the classifiers use their large-network defaults (GLM, or noisy K-FAC's sampled
+  predictive with 100 samples).
+
+Run: ``python benchmarks/bench_predict_small.py [--data digits,fashion] [--calls 40]
+[--methods slang,vogn,kfac,ekfac,bbb,vadam,mcdropout]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+import warnings
+
+import numpy as np
+import torch
+from _harness import library_version, one_thread
+from sklearn.datasets import load_digits
+from sklearn.model_selection import train_test_split
+from sklearn.neural_network import MLPClassifier
+from sklearn.preprocessing import StandardScaler
+
+import skbayes
+
+METHODS = {e.method: e.estimator for e in skbayes.all_estimators(task="classifier", network=True)}
+
+
+def data(name):
+    if name == "digits":
+        X, y = load_digits(return_X_y=True)
+        Xtr, Xte, ytr, _ = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
+        sc = StandardScaler().fit(Xtr)
+        return sc.transform(Xtr), ytr, sc.transform(Xte), {"hidden_layer_sizes": (50,)}
+    rng = np.random.RandomState(0)
+    Xtr, Xte = rng.rand(2000, 784), rng.rand(1000, 784)  # float64, as the benchmark's scaled images
+    return Xtr, rng.randint(10, size=2000), Xte, {"hidden_layer_sizes": (100,), "dtype": "float32"}
+
+
+def timed(call, X, calls):
+    times = []
+    for _ in range(calls):
+        t = time.perf_counter()
+        call(X)
+        times.append(time.perf_counter() - t)
+    return times[0], statistics.median(times)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", default="digits,fashion")
+    ap.add_argument("--calls", type=int, default=40)
+    ap.add_argument("--methods", default="slang,vogn,kfac,ekfac,bbb,vadam,mcdropout")
+    args = ap.parse_args()
+    one_thread()
+    warnings.simplefilter("ignore")
+    print(f"# predict_proba cost at the defaults, one thread; {library_version()}, torch {torch.__version__}")
+    print(f"# first call and median of {args.calls} calls on the same rows\n")
+    print("| data | model | rows | first call ms | median ms | median / ensemble |")
+    print("|---|---|---:|---:|---:|---:|")
+    for name in args.data.split(","):
+        Xtr, ytr, Xte, kw = data(name)
+        mlps = [
+            MLPClassifier(hidden_layer_sizes=kw["hidden_layer_sizes"], max_iter=20, random_state=s).fit(Xtr, ytr)
+            for s in range(5)
+        ]
+        ensemble = lambda A, ms=mlps: sum(m.predict_proba(A) for m in ms) / len(ms)  # noqa: E731
+        first, ens = timed(ensemble, Xte, args.calls)
+        print(f"| {name} | 5-MLP ensemble | {len(Xte)} | {first * 1e3:.2f} | {ens * 1e3:.2f} | 1.00 |", flush=True)
+        for method in args.methods.split(","):
+            est = METHODS[method](max_iter=3, random_state=0, **kw).fit(Xtr, ytr)
+            first, med = timed(est.predict_proba, Xte, args.calls)
+            row = [name, type(est).__name__, len(Xte), f"{first * 1e3:.2f}", f"{med * 1e3:.2f}", f"{med / ens:.2f}"]
+            print("| " + " | ".join(map(str, row)) + " |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
