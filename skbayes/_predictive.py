@@ -160,16 +160,14 @@ def _dense_moments(
                 a1 = torch.cat([a, a.new_ones(m, 1)], 1) if layer.has_bias else a
                 v = block.output_variance(a1)  # the row's output covariance, as its draws use it
                 if isinstance(block, EigenBlock):  # Q_S diag(v) Q_S^T: (m, p)
-                    if identity:  # one GEMM with the products of Q_S's rows, (p, k k)
-                        QS = block.QS
-                        flat.addmm_(v, (QS[:, None, :] * QS[None, :, :]).reshape(k * k, -1).T)
+                    if identity:  # one GEMM with the products of Q_S's rows
+                        flat.addmm_(v, _column_products(block.QS))
                     else:  # batched GEMMs (m, k, o) x (m, o, k), not einsum: its path search
                         w = materialise_delta(P, d, m, out) @ block.QS  # costs more than the contraction
                         w.mul_(v.sqrt()[:, None, :])
                         cov.baddbmm_(w, w.transpose(1, 2))
                 elif identity:  # v F_S^{-1}
-                    R = block.FS.whiten(torch.eye(k, dtype=a.dtype, device=a.device))
-                    flat.addr_(v, (R @ R.T).reshape(-1))
+                    flat.addr_(v, block.FS.dense(inverse=True).reshape(-1))
                 else:  # W W^T = v dl F_S^{-1} dl^T: the rows' sqrt(v) folded into dl's scales
                     sv = v.sqrt()[:, None]
                     dv = sv.expand(m, o) if d is None else d * sv
@@ -182,9 +180,9 @@ def _dense_moments(
                 T = T + v[b_off : b_off + o]
             if identity:
                 cov.diagonal(dim1=1, dim2=2).add_(T)
-            elif shared:  # P diag(d^2 T) P^T: one GEMM with the products of P's columns, (o, k k)
+            elif shared:  # P diag(d^2 T) P^T: one GEMM with the products of P's rows
                 assert P is not None  # shared
-                flat.addmm_(T if d is None else d * d * T, (P[:, None, :] * P[None, :, :]).reshape(k * k, o).T)
+                flat.addmm_(T if d is None else d * d * T, _column_products(P))
             else:
                 dl = materialise_delta(P, d, m, out)
                 cov.baddbmm_(dl * T[:, None, :], dl.transpose(1, 2))
@@ -207,6 +205,13 @@ def _dense_moments(
         if JZ is not None:
             cov.baddbmm_(JZ, JZ.transpose(1, 2), alpha=-1.0)
         return out[0], cov
+
+
+def _column_products(P: Tensor) -> Tensor:
+    """``C[j, k l] = P[k, j] P[l, j]`` (o, k k) for ``P`` (k, o): ``(c @ C).view(k, k)`` is
+    ``P diag(c) P^T`` for a row ``c`` (o,), so rows of such diagonals take one GEMM."""
+    k = P.shape[0]
+    return (P[:, None, :] * P[None, :, :]).reshape(k * k, -1).T
 
 
 def _sqrt(cov: Tensor) -> Tensor:
