@@ -451,11 +451,17 @@ class BayesianNetwork(BaseEstimator):
         return self._network_work(self._batch_size(n_rows) * int(self.mc_samples), n_features, fresh)
 
     def _prediction_work(self, X: ArrayLike) -> float:
-        """The work of a prediction's network pass: up to 2048 rows under up to 16 weight
-        samples at once (as ``_outputs`` computes them)."""
+        """The work of a prediction's network pass: the rows of one pass under one block of
+        weight samples (as ``_outputs`` computes them)."""
         n_rows, _ = _shape_hint(X)
-        rows = min(n_rows, 2048) * min(self._n_predict_samples(), 16)
+        per_pass, rows = _memory.pass_shape(n_rows, self._sample_block(self._n_predict_samples()))
+        rows = min(n_rows, rows) * per_pass
         return self._network_work(rows, getattr(self, "n_features_in_", None))
+
+    def _sample_block(self, n_samples: int) -> int:
+        """Weight samples per block of a prediction (:func:`skbayes._memory.sample_block`)."""
+        n_weights = int(self.posterior_.n_params) if hasattr(self, "posterior_") else 1
+        return _memory.sample_block(n_samples, n_weights, self._dtype.itemsize)
 
     def _n_predict_samples(self) -> int:
         """The weight samples of a prediction: ``predict_samples``, or what ``'auto'`` stands for
@@ -1137,7 +1143,7 @@ class BayesianNetwork(BaseEstimator):
             seed = self._predict_seed if seed is None else seed
             gen = torch.Generator(device=self._device).manual_seed(int(seed))
             return gaussian_draws(mean, cov, S, gen)
-        return self._outputs(Xt, n_samples, seed, samples=samples, marginal=marginal)
+        return self._outputs(Xt, n_samples, seed, samples=samples, marginal=marginal, prediction=True)
 
     def _prediction_param(self, name: str, absent: Any) -> Any:
         """A parameter that prediction reads (``set_params`` may change it after fitting),
@@ -1170,7 +1176,8 @@ class BayesianNetwork(BaseEstimator):
     def _chunk_rows(self, n_samples: int | None = None) -> int:
         """Rows per prediction chunk: their network outputs under ``n_samples`` weight samples
         (and the widest layer's activations) fit in ``skbayes._memory.PREDICT_CHUNK_BYTES``.
-        A multiple of the 2048 rows ``_outputs`` evaluates at once when it is larger."""
+        A multiple of the 2048 rows ``_outputs`` evaluates at once when it is larger
+        (:func:`skbayes._memory.pass_shape`)."""
         S = self._n_predict_samples() if n_samples is None else int(n_samples)
         layers = _memory.module_layers(self.module_) or [_memory.Layer(1, 1)]
         widest = max(max(l.fan_in, l.fan_out) * l.positions for l in layers)
@@ -1217,12 +1224,20 @@ class BayesianNetwork(BaseEstimator):
         posterior: PosteriorTensors | None = None,
         samples: list[Any] | None = None,
         marginal: bool = False,
+        prediction: bool = False,
     ) -> torch.Tensor:
         """Network outputs ``(S, rows, n_outputs)`` at ``S`` weight samples (``predict_samples``
         unless ``n_samples``) of ``posterior`` (default ``posterior_``), drawn from a
-        generator seeded with ``seed`` (default: the fit's prediction seed). ``samples``: a
-        list that keeps the drawn blocks of 16 weight samples, reused by later calls with the
-        same list (the same draws: a prediction's row chunks draw them once).
+        generator seeded with ``seed`` (default: the fit's prediction seed), in blocks of
+        :meth:`_sample_block` samples (which depend on the network and ``S``, not on the rows,
+        so a row's draws never depend on the other rows), run through the network
+        :func:`skbayes._memory.pass_shape` samples and rows at a time. ``samples``: a list
+        that keeps the drawn blocks, reused by later calls with the same list (the same
+        draws: a prediction's row chunks draw them once).
+
+        ``prediction``: a prediction's draws (the posterior's ``sample_t(prediction=True)``:
+        float32 random numbers, widened); the fit's own calls (validation scores, the
+        poor-fit check) leave it False and keep their draws.
 
         ``marginal``: only each row's distribution of outputs is needed (a predictive), not
         their joint over rows. Where the posterior draws the first layer's outputs exactly
@@ -1237,30 +1252,34 @@ class BayesianNetwork(BaseEstimator):
         kron = posterior if marginal and self._draws_first_layer(posterior) else None
         spec = self._forward.spec
         outs = []
+        block = self._sample_block(S)
+        per_pass, piece = _memory.pass_shape(Xt.shape[0], block)
         with torch.no_grad():
-            pieces = [Xt[r0 : r0 + 2048] for r0 in range(0, Xt.shape[0], 2048)]
+            pieces = [Xt[r0 : r0 + piece] for r0 in range(0, Xt.shape[0], piece)]
             if kron is not None:  # the first layer's outputs at the mean and their spread, once per piece
                 moments = [kron.first_layer_moments_t(Xr) for Xr in pieces]
             draws: Any  # weight samples, or (weight samples, normal draws) for the first layer's outputs
-            for i, s0 in enumerate(range(0, S, 16)):
+            for i, s0 in enumerate(range(0, S, block)):
                 if samples is not None and i < len(samples):
                     draws = samples[i]
                 else:
-                    k = min(16, S - s0)
+                    k = min(block, S - s0)
                     if kron is not None:
-                        draws = kron.sample_rest_t(k, generator=gen)
+                        draws = kron.sample_rest_t(k, generator=gen, prediction=prediction)
                     else:
-                        draws = posterior.sample_t(k, generator=gen)
+                        draws = posterior.sample_t(k, generator=gen, prediction=prediction)
                     if samples is not None:
                         samples.append(draws)
-                rows = []
-                for j, Xr in enumerate(pieces):
-                    if kron is not None and spec is not None:
-                        theta, eps = draws
-                        rows.append(spec.forward(theta, Xr, first_output=kron.first_layer_outputs_t(moments[j], eps)))
-                    else:
-                        rows.append(self._forward(draws, Xr))
-                outs.append(torch.cat(rows, 1))
+                for t0 in range(0, draws[0].shape[0] if kron is not None else draws.shape[0], per_pass):
+                    rows = []
+                    for j, Xr in enumerate(pieces):
+                        if kron is not None and spec is not None:
+                            theta, eps = (d[t0 : t0 + per_pass] for d in draws)
+                            first = kron.first_layer_outputs_t(moments[j], eps)
+                            rows.append(spec.forward(theta, Xr, first_output=first))
+                        else:
+                            rows.append(self._forward(draws[t0 : t0 + per_pass], Xr))
+                    outs.append(torch.cat(rows, 1))
         f = torch.cat(outs, 0)
         self._check_finite("network outputs", f)
         return f

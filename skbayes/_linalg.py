@@ -39,6 +39,27 @@ def all_finite(t: Tensor) -> bool:
     return math.isfinite(float(t.sum())) or bool(torch.isfinite(t).all())
 
 
+#: The dtype a prediction's random numbers are drawn in (then widened to the model's dtype).
+#: On the CPU torch draws float32 normals with vector instructions and float64 ones one at a
+#: time: 16 x 501 normals take 37 us against 166 us (one thread, AVX2), and on a one-hidden-layer
+#: regressor they were a fifth of a 100-sample prediction.
+PREDICTION_DRAWS_DTYPE = torch.float32
+
+
+def randn(shape: tuple[int, ...], like: Tensor, generator: torch.Generator | None, prediction: bool = False) -> Tensor:
+    """Standard normal draws of ``shape`` in ``like``'s dtype, on its device.
+
+    ``prediction``: drawn in :data:`PREDICTION_DRAWS_DTYPE` and widened. They have the
+    standard normal distribution up to float32's resolution: the uniforms behind them
+    are multiples of ``2^-24``, so no draw exceeds 5.8 in absolute value (probability
+    ``7e-9`` for an exact normal). A fit's draws (``prediction=False``) are made in the
+    model's dtype (the random stream the fits were tuned on).
+    """
+    dtype = PREDICTION_DRAWS_DTYPE if prediction else like.dtype
+    out = torch.randn(shape, generator=generator, dtype=dtype, device=like.device)
+    return out if dtype == like.dtype else out.to(like.dtype)
+
+
 def max_abs(t: Tensor) -> float:
     """``max |t|`` as a float (0 for an empty tensor; NaN if an entry is NaN).
 
@@ -149,6 +170,7 @@ def lowrank_sample(
     generator: torch.Generator | None = None,
     eps: Tensor | None = None,
     M: Tensor | None = None,
+    prediction: bool = False,
 ) -> Tensor:
     """Exact samples of ``N(mean, (U U^T + diag(d))^{-1})`` in ``O(D L^2 + D L S)``.
 
@@ -169,6 +191,8 @@ def lowrank_sample(
         when omitted.
     M : Tensor of shape (L, L), optional
         ``sqrt_inv_coeffs(scaled_gram(U, d))``, if already computed.
+    prediction : bool, default=False
+        Draws for a prediction: ``eps`` drawn in float32 (see :func:`randn`).
 
     Returns
     -------
@@ -176,7 +200,7 @@ def lowrank_sample(
     """
     D = mean.shape[0]
     if eps is None:
-        eps = torch.randn(n_samples, D, generator=generator, dtype=mean.dtype, device=mean.device)
+        eps = randn((n_samples, D), mean, generator, prediction)
     rs = torch.rsqrt(d)[None, :]
     if U.shape[1] == 0:
         return mean[None, :] + eps * rs

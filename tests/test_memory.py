@@ -204,9 +204,9 @@ def test_prediction_in_row_chunks_equals_one_chunk(Est, monkeypatch):
 
 
 def test_row_chunks_draw_the_weight_samples_once(monkeypatch):
-    """A prediction over many row chunks draws its weight samples once (blocks of 16, kept
-    for the later chunks) and gives the results of one chunk (to the roundoff of matrix
-    products over fewer rows)."""
+    """A prediction over many row chunks draws its weight samples once (in one block, or in
+    blocks of 16 when they are larger than SAMPLE_BLOCK_BYTES, kept for the later chunks) and
+    gives the results of one chunk (to the roundoff of matrix products over fewer rows)."""
     X, y = _data(skbayes.VOGNClassifier, n=50)
     X, y = np.tile(X, (10, 1)), np.tile(y, 10)
     with warnings.catch_warnings():
@@ -226,8 +226,18 @@ def test_row_chunks_draw_the_weight_samples_once(monkeypatch):
     monkeypatch.setattr(type(est.posterior_), "sample_t", spy)
     monkeypatch.setattr(_memory, "row_chunk", lambda *args: 60)
     assert est._chunk_rows() == 60 < len(y)
+    # 40 samples of this small network fit in SAMPLE_BLOCK_BYTES: one block
     np.testing.assert_allclose(est.predict_proba(X), whole, rtol=0, atol=64 * np.finfo(np.float64).eps)
+    assert calls == [40]
+    # larger draws come in blocks of 16 (other draws, so another Monte Carlo estimate)
+    monkeypatch.setattr(_memory, "SAMPLE_BLOCK_BYTES", 40 * est.posterior_.n_params * 8 - 1)
+    calls.clear()
+    whole = est.predict_proba(X)
     assert calls == [16, 16, 8]
+    monkeypatch.setattr(_memory, "row_chunk", lambda *args: 10**6)
+    assert est._chunk_rows() > len(y)
+    np.testing.assert_allclose(est.predict_proba(X), whole, rtol=0, atol=64 * np.finfo(np.float64).eps)
+    monkeypatch.setattr(_memory, "row_chunk", lambda *args: 60)
     # draws larger than PREDICT_SAMPLES_BYTES are made again for every chunk, with the same result
     calls.clear()
     monkeypatch.setattr(_memory, "PREDICT_SAMPLES_BYTES", 40 * est.posterior_.n_params * 8 - 1)

@@ -64,7 +64,7 @@ class PosteriorTensors(Protocol):
 
     mean_t: Tensor
 
-    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+    def sample_t(self, n: int, generator: torch.Generator | None = None, prediction: bool = False) -> Tensor:
         """Weight samples as a tensor.
 
         Parameters
@@ -73,6 +73,11 @@ class PosteriorTensors(Protocol):
             Number of samples.
         generator : torch.Generator, default=None
             Source of the random draws (None: torch's global generator).
+        prediction : bool, default=False
+            Draws for a prediction from this (fixed) posterior: the random numbers are
+            drawn in float32 and widened (:func:`skbayes._linalg.randn`), and noisy
+            K-FAC multiplies by its factors' kept inverses instead of solving with them.
+            The same distribution, faster; a fit's draws (False) keep the model's dtype.
 
         Returns
         -------

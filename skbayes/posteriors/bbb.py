@@ -10,6 +10,7 @@ import torch
 import torch.nn.functional as F
 from torch import Tensor
 
+from .._linalg import randn
 from ._common import PosteriorMixin, is_scalar_precision
 
 
@@ -92,9 +93,9 @@ class SoftplusGaussian(PosteriorMixin):
         return self.sigma_t.detach().cpu().numpy()
 
     # --- tensor routines -------------------------------------------------
-    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+    def sample_t(self, n: int, generator: torch.Generator | None = None, prediction: bool = False) -> Tensor:
         mu = self.mean_t
-        eps = torch.randn(int(n), mu.shape[0], generator=generator, dtype=mu.dtype, device=mu.device)
+        eps = randn((int(n), mu.shape[0]), mu, generator, prediction)
         return mu + self.sigma_t * eps
 
     def variance_t(self) -> Tensor:

@@ -17,6 +17,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._linalg import PREDICTION_DRAWS_DTYPE
 from ._common import PosteriorMixin
 
 
@@ -63,12 +64,14 @@ class DropoutPosterior(PosteriorMixin):
         return [dict(name=n, offset=o, shape=(out, inp), rate=p) for n, o, out, inp, p in self.groups]
 
     # --- tensor routines -------------------------------------------------
-    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
+    def sample_t(self, n: int, generator: torch.Generator | None = None, prediction: bool = False) -> Tensor:
         mu = self.mean_t
         n = int(n)
         theta = mu.expand(n, mu.shape[0]).clone()
+        # a prediction's uniforms in float32, as the other posteriors' normals (skbayes._linalg.randn)
+        dtype = PREDICTION_DRAWS_DTYPE if prediction else mu.dtype
         for _, off, out, inp, p in self.groups:
-            keep = (torch.rand(n, inp, generator=generator, dtype=mu.dtype, device=mu.device) >= p).to(mu.dtype)
+            keep = (torch.rand(n, inp, generator=generator, dtype=dtype, device=mu.device) >= p).to(mu.dtype)
             W = theta[:, off : off + out * inp].view(n, out, inp)
             W.mul_((keep / (1.0 - p))[:, None, :])
         return theta

@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from .._linalg import sym_eig
+from .._linalg import randn, sym_eig
 from .._networks import KronLayer, SharedOnCopy
 from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
@@ -85,15 +85,22 @@ class DampedFactor(SharedOnCopy):
         """``V F^{-1}`` for ``V`` of shape (k, n)."""
         return self.solve_left(V.T).T
 
-    def isqrt_left(self, X: Tensor) -> Tensor:
-        """``R X`` with ``R R^T = F^{-1}`` (``R = L^{-T}``), batched over leading dims of ``X`` (..., n, k)."""
+    def isqrt_left(self, X: Tensor, kept: bool = False) -> Tensor:
+        """``R X`` with ``R R^T = F^{-1}`` (``R = L^{-T}``), batched over leading dims of ``X`` (..., n, k).
+        ``kept``: up to ``_WHITEN_BY_PRODUCT`` columns, a product with the kept
+        :meth:`inverse_factor` (for a factor used again: a prediction's draws), not a solve."""
         if self.L is not None:
+            if kept and self.n <= _WHITEN_BY_PRODUCT:
+                return self.inverse_factor().T @ X
             return torch.linalg.solve_triangular(self.L.T, X, upper=True)
         return self.Q @ (X * torch.rsqrt(self.lam)[:, None])
 
-    def isqrt_right(self, X: Tensor) -> Tensor:
-        """``X R^T`` with ``R R^T = F^{-1}`` (``R^T = L^{-1}``), batched over leading dims of ``X`` (..., k, n)."""
+    def isqrt_right(self, X: Tensor, kept: bool = False) -> Tensor:
+        """``X R^T`` with ``R R^T = F^{-1}`` (``R^T = L^{-1}``), batched over leading dims of ``X`` (..., k, n).
+        ``kept``: as in :meth:`isqrt_left`."""
         if self.L is not None:
+            if kept and self.n <= _WHITEN_BY_PRODUCT:
+                return X @ self.inverse_factor()
             return torch.linalg.solve_triangular(self.L, X, upper=False, left=False)
         return (X * torch.rsqrt(self.lam)[None, :]) @ self.Q.T
 
@@ -167,14 +174,15 @@ class KroneckerBlock(SharedOnCopy):
     def tensors(self) -> list[Tensor]:
         return self.FA.tensors() + self.FS.tensors()
 
-    def transform(self, X: Tensor) -> Tensor:
-        """Map standard normal ``X`` (k, n, p) to ``k`` draws of the centred block."""
+    def transform(self, X: Tensor, kept: bool = False) -> Tensor:
+        """Map standard normal ``X`` (k, n, p) to ``k`` draws of the centred block (``kept``: by
+        the factors' kept inverses, :meth:`DampedFactor.isqrt_left`)."""
         k, n, p = X.shape
         # The entries of X are i.i.d., so any layout of them is standard normal too: read
         # them as one (n, k p) right-hand side for the left factor (one triangular solve,
         # not k with a broadcast copy of it), then as (k n, p) rows for the right one.
-        Y = self.FA.isqrt_left(X.reshape(n, k * p)).reshape(n, k, p).transpose(0, 1).reshape(k * n, p)
-        return (math.sqrt(self.c) * self.FS.isqrt_right(Y)).reshape(k, n, p)
+        Y = self.FA.isqrt_left(X.reshape(n, k * p), kept).reshape(n, k, p).transpose(0, 1).reshape(k * n, p)
+        return (math.sqrt(self.c) * self.FS.isqrt_right(Y, kept)).reshape(k, n, p)
 
     def variance(self) -> Tensor:
         return self.c * self.FA.diag_inverse()[:, None] * self.FS.diag_inverse()[None, :]
@@ -195,7 +203,7 @@ class KroneckerBlock(SharedOnCopy):
         ``c (a^T F_A^{-1} a) F_S^{-1}``, drawn as ``sqrt(c a^T F_A^{-1} a) eps R_S^T``
         (``R_S R_S^T = F_S^{-1}``): every row's marginal is exact, and a row's draw does not
         depend on the other rows."""
-        e = self.FS.isqrt_right(eps)
+        e = self.FS.isqrt_right(eps, kept=True)  # prediction only: the factor is used again
         # written into a (k, m, p) buffer: left to itself, addcmul lays its result out with the
         # draws' axis fastest, which makes the next layer's batched products 2-4 times slower
         out = mean.new_empty(e.shape[0], *mean.shape)
@@ -234,7 +242,9 @@ class EigenBlock(SharedOnCopy):
     def tensors(self) -> list[Tensor]:
         return [self.QA, self.QS, self.s]
 
-    def transform(self, X: Tensor) -> Tensor:
+    def transform(self, X: Tensor, kept: bool = False) -> Tensor:
+        """Map standard normal ``X`` (k, n, p) to ``k`` draws of the centred block (``kept``
+        changes nothing: the eigenbases are applied by products)."""
         return self.QA @ (X * torch.sqrt(self.s)) @ self.QS.T
 
     def variance(self) -> Tensor:
@@ -331,18 +341,22 @@ class KroneckerGaussian(PosteriorMixin):
             out.extend(b.tensors())
         return out
 
-    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
-        return self._sample_blocks(n, generator)
+    def sample_t(self, n: int, generator: torch.Generator | None = None, prediction: bool = False) -> Tensor:
+        return self._sample_blocks(n, generator, prediction=prediction)
 
-    def _sample_blocks(self, n: int, generator: torch.Generator | None, first: int = 0) -> Tensor:
+    def _sample_blocks(
+        self, n: int, generator: torch.Generator | None, first: int = 0, prediction: bool = False
+    ) -> Tensor:
         """``n`` weight samples ``(n, D)``; the blocks before ``first`` are left at the mean."""
         theta = self.mean_t.repeat(n, 1)  # one pass over (n, D); each block's noise added in place
         for l, b in zip(self.layers[first:], self.blocks[first:]):
-            X = torch.randn(n, l.n, l.p, generator=generator, dtype=self.mean_t.dtype, device=self.mean_t.device)
-            l.mat_to_flat(b.transform(X), theta, add=True)
+            X = randn((n, l.n, l.p), self.mean_t, generator, prediction)
+            l.mat_to_flat(b.transform(X, kept=prediction), theta, add=True)
         return theta
 
-    def sample_rest_t(self, n: int, generator: torch.Generator | None = None) -> tuple[Tensor, Tensor]:
+    def sample_rest_t(
+        self, n: int, generator: torch.Generator | None = None, prediction: bool = False
+    ) -> tuple[Tensor, Tensor]:
         """Draw what :meth:`first_layer_outputs_t` needs: weight samples but the first layer's.
 
         Parameters
@@ -351,6 +365,8 @@ class KroneckerGaussian(PosteriorMixin):
             Number of draws.
         generator : torch.Generator, optional
             Source of the standard normal draws.
+        prediction : bool, default=False
+            As in :meth:`sample_t`.
 
         Returns
         -------
@@ -360,9 +376,8 @@ class KroneckerGaussian(PosteriorMixin):
         eps : Tensor of shape (n, p)
             Standard normal vectors for the first layer's ``p`` outputs.
         """
-        theta = self._sample_blocks(n, generator, first=1)
-        p = self.layers[0].p
-        return theta, torch.randn(n, p, generator=generator, dtype=self.mean_t.dtype, device=self.mean_t.device)
+        theta = self._sample_blocks(n, generator, first=1, prediction=prediction)
+        return theta, randn((n, self.layers[0].p), self.mean_t, generator, prediction)
 
     def first_layer_moments_t(self, X: Tensor) -> tuple[Tensor, Tensor]:
         """Compute what :meth:`first_layer_outputs_t` needs of some rows (one pass over the layer).

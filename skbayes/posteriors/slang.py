@@ -137,8 +137,11 @@ class LowRankGaussian(PosteriorMixin):
         return self.d_t.detach().cpu().numpy().copy()
 
     # --- tensor routines -------------------------------------------------
-    def sample_t(self, n: int, generator: torch.Generator | None = None) -> Tensor:
-        return linalg.lowrank_sample(self.mean_t, self.U_t, self.d_t, n, generator=generator, M=self._small()[1])
+    def sample_t(self, n: int, generator: torch.Generator | None = None, prediction: bool = False) -> Tensor:
+        M = self._small()[1]
+        return linalg.lowrank_sample(
+            self.mean_t, self.U_t, self.d_t, n, generator=generator, M=M, prediction=prediction
+        )
 
     def variance_t(self) -> Tensor:
         return linalg.lowrank_variance(self.U_t, self.d_t, chol=self._small()[0])

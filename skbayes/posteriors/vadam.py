@@ -12,6 +12,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from .._linalg import randn
 from ._common import PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 
@@ -47,7 +48,9 @@ class DiagonalGaussian(PosteriorMixin):
         return self.d_t.detach().cpu().numpy().copy()
 
     # --- tensor routines -------------------------------------------------
-    def sample_t(self, n: int, generator: torch.Generator | None = None, eps: Tensor | None = None) -> Tensor:
+    def sample_t(
+        self, n: int, generator: torch.Generator | None = None, prediction: bool = False, eps: Tensor | None = None
+    ) -> Tensor:
         """Weight samples ``mu + eps / sqrt(d)`` as a tensor.
 
         ``eps ~ N(0, I)`` are the same draws, for the same generator state, as
@@ -59,6 +62,9 @@ class DiagonalGaussian(PosteriorMixin):
             Number of samples.
         generator : torch.Generator, default=None
             Source of the random draws (None: torch's global generator).
+        prediction : bool, default=False
+            Draws for a prediction: ``eps`` drawn in float32 and widened
+            (:func:`skbayes._linalg.randn`).
         eps : Tensor of shape (n, D), default=None
             Standard normal draws to use instead of drawing from ``generator``.
 
@@ -69,7 +75,7 @@ class DiagonalGaussian(PosteriorMixin):
         """
         mean = self.mean_t
         if eps is None:
-            eps = torch.randn(int(n), mean.shape[0], generator=generator, dtype=mean.dtype, device=mean.device)
+            eps = randn((int(n), mean.shape[0]), mean, generator, prediction)
         return mean[None, :] + eps * torch.rsqrt(self.d_t)[None, :]
 
     def variance_t(self) -> Tensor:
