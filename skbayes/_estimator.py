@@ -454,9 +454,8 @@ class BayesianNetwork(BaseEstimator):
         """The work of a prediction's network pass: the rows of one pass under one block of
         weight samples (as ``_outputs`` computes them)."""
         n_rows, _ = _shape_hint(X)
-        per_pass, rows = _memory.pass_shape(n_rows, self._sample_block(self._n_predict_samples()))
-        rows = min(n_rows, rows) * per_pass
-        return self._network_work(rows, getattr(self, "n_features_in_", None))
+        per_pass, pass_rows = _memory.pass_shape(n_rows, self._sample_block(self._n_predict_samples()))
+        return self._network_work(min(n_rows, pass_rows) * per_pass, getattr(self, "n_features_in_", None))
 
     def _sample_block(self, n_samples: int) -> int:
         """Weight samples per block of a prediction (:func:`skbayes._memory.sample_block`)."""
@@ -1260,17 +1259,17 @@ class BayesianNetwork(BaseEstimator):
                 moments = [kron.first_layer_moments_t(Xr) for Xr in pieces]
             draws: Any  # weight samples, or (weight samples, normal draws) for the first layer's outputs
             for i, s0 in enumerate(range(0, S, block)):
+                k = min(block, S - s0)
                 if samples is not None and i < len(samples):
                     draws = samples[i]
                 else:
-                    k = min(block, S - s0)
                     if kron is not None:
                         draws = kron.sample_rest_t(k, generator=gen, prediction=prediction)
                     else:
                         draws = posterior.sample_t(k, generator=gen, prediction=prediction)
                     if samples is not None:
                         samples.append(draws)
-                for t0 in range(0, draws[0].shape[0] if kron is not None else draws.shape[0], per_pass):
+                for t0 in range(0, k, per_pass):
                     rows = []
                     for j, Xr in enumerate(pieces):
                         if kron is not None and spec is not None:
