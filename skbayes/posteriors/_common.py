@@ -75,7 +75,7 @@ class PosteriorTensors(Protocol):
             Source of the random draws (None: torch's global generator).
         prediction : bool, default=False
             Draws for a prediction from this (fixed) posterior: the random numbers are
-            drawn in float32 and widened (:func:`skbayes._linalg.randn`), and noisy
+            drawn in float32 and widened (``skbayes._linalg.randn``), and noisy
             K-FAC multiplies by its factors' kept inverses instead of solving with them.
             The same distribution, faster; a fit's draws (False) keep the model's dtype.
 

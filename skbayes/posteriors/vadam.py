@@ -64,7 +64,7 @@ class DiagonalGaussian(PosteriorMixin):
             Source of the random draws (None: torch's global generator).
         prediction : bool, default=False
             Draws for a prediction: ``eps`` drawn in float32 and widened
-            (:func:`skbayes._linalg.randn`).
+            (``skbayes._linalg.randn``).
         eps : Tensor of shape (n, D), default=None
             Standard normal draws to use instead of drawing from ``generator``.
 
