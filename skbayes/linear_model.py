@@ -20,6 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._memory import memory_limit_bytes
+from ._quantiles import check_level, check_quantiles, gaussian_quantiles, interval_probabilities
 from .exceptions import MemoryLimitError, NonFiniteOutputError
 
 __all__ = ["BayesianLinearRegression", "MemoryLimitError"]
@@ -1078,6 +1079,52 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
                     var[:, j] += 1.0 / tau
         _check_finite("predictive standard deviations", var)
         return y_mean, np.sqrt(var)
+
+    def predict_quantiles(self, X: ArrayLike, quantiles: ArrayLike = (0.05, 0.5, 0.95)) -> np.ndarray:
+        """Compute quantiles of the Gaussian posterior predictive distribution.
+
+        ``y_mean + y_std Phi^{-1}(q)`` with ``y_mean, y_std = predict(X, return_std=True)``
+        (so after a heteroscedastic fit, of the noise-free regression function).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query points.
+
+        quantiles : float or array-like of shape (n_quantiles,), default=(0.05, 0.5, 0.95)
+            Probabilities in (0, 1).
+
+        Returns
+        -------
+        y_quantiles : ndarray of shape (n_samples, n_quantiles) or (n_samples, n_targets, n_quantiles)
+            The predictive quantiles of each point (per target after a fit on a 2-D
+            ``y``), one column per entry of ``quantiles``.
+        """
+        q = check_quantiles(quantiles)
+        y_mean, y_std = self.predict(X, return_std=True)
+        return gaussian_quantiles(y_mean, y_std, q)
+
+    def predict_interval(self, X: ArrayLike, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+        """Central prediction intervals ``y_mean -+ Phi^{-1}((1 + level) / 2) y_std``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Query points.
+
+        level : float, default=0.9
+            Probability of each interval, in (0, 1).
+
+        Returns
+        -------
+        lower : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Lower ends.
+
+        upper : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Upper ends.
+        """
+        y_q = self.predict_quantiles(X, interval_probabilities(check_level(level)))
+        return y_q[..., 0], y_q[..., 1]
 
     def sample_y(
         self, X: ArrayLike, n_samples: int = 1, random_state: int | np.random.RandomState | None = 0
