@@ -79,27 +79,36 @@ def mixture_quantiles(f: Tensor, sd: Tensor | float, q: np.ndarray) -> Tensor:
     -------
     x : Tensor of shape (n, k, P)
         ``F^{-1}(q)`` of each point's mixture ``(1/S) sum_s N(f_s, sd^2)``, to
-        ``QUANTILE_TOL * sd``.
+        ``QUANTILE_TOL * sd``. One probability at a time, so that the temporaries are
+        a few arrays of the shape of ``f``, whatever the number of probabilities.
     """
     f = f.double()
-    sd_t = torch.as_tensor(sd, dtype=f.dtype, device=f.device).reshape(-1)[:, None]  # (k or 1, 1)
-    p = torch.as_tensor(q, dtype=f.dtype, device=f.device)  # (P,)
-    z = torch.special.ndtri(p)
-    lo = f.amin(0)[..., None] + sd_t * z  # (n, k, P)
-    hi = f.amax(0)[..., None] + sd_t * z
-    x = 0.5 * (lo + hi)
-    fe = f[..., None]  # (S, n, k, 1)
-    tol = QUANTILE_TOL * sd_t
-    norm_const = 1.0 / (math.sqrt(2.0 * math.pi) * sd_t)
+    sd_t = torch.as_tensor(sd, dtype=f.dtype, device=f.device).reshape(-1)  # (k,) or (1,)
+    fmin, fmax = f.amin(0), f.amax(0)  # (n, k)
+    sd = sd_t
+    mean, std = f.mean(0), torch.sqrt(f.var(0, unbiased=False) + sd * sd)  # the mixture's moments
+    qs = np.asarray(q).reshape(-1)
+    return torch.stack([_mixture_quantile(f, sd_t, float(p), fmin, fmax, mean, std) for p in qs], -1)
+
+
+def _mixture_quantile(f: Tensor, sd: Tensor, p: float, fmin: Tensor, fmax: Tensor, mean: Tensor, std: Tensor) -> Tensor:
+    """The ``p`` quantile ``(n, k)`` of each mixture of :func:`mixture_quantiles`, from the
+    quantile of the Gaussian of the mixture's mean and standard deviation (clipped into the
+    bracket)."""
+    z = float(norm.ppf(p))
+    lo, hi = fmin + sd * z, fmax + sd * z
+    x = torch.minimum(torch.maximum(mean + std * z, lo), hi)
+    tol = QUANTILE_TOL * sd
+    scale = 1.0 / (math.sqrt(2.0 * math.pi) * sd)
     for _ in range(QUANTILE_MAX_ITER):
-        u = (x[None] - fe) / sd_t  # (S, n, k, P)
-        F = torch.special.ndtr(u).mean(0) - p
-        dens = torch.exp(-0.5 * u * u).mean(0) * norm_const
+        u = (x[None] - f).div_(sd)  # (S, n, k)
+        F = torch.special.ndtr(u).mean(0).sub_(p)
+        dens = u.square_().mul_(-0.5).exp_().mean(0).mul_(scale)
         below = F < 0.0
         lo = torch.where(below, x, lo)
         hi = torch.where(below, hi, x)
         new = x - F / dens
-        outside = ~((new > lo) & (new < hi))  # also NaN: a vanishing density between separated components
+        outside = ~((new >= lo) & (new <= hi))  # also NaN: a vanishing density between separated components
         new = torch.where(outside, 0.5 * (lo + hi), new)
         converged = bool((((new - x).abs() <= tol) | ((hi - lo) <= tol)).all())
         x = new
