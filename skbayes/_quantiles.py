@@ -5,8 +5,8 @@ regression) and a uniform mixture of Gaussians per point, ``(1/S) sum_s N(f_s, s
 (the sampled predictive: one component per weight sample, with the learned noise). A
 Gaussian's quantiles are closed-form; a mixture's are the root of its distribution function
 ``F(x) = (1/S) sum_s Phi((x - f_s) / sd)``, which :func:`mixture_quantiles` finds by Newton's
-method safeguarded by bisection (Press et al., *Numerical Recipes*, ``rtsafe``), started from
-the bracket
+method safeguarded by bisection (Press et al., *Numerical Recipes*, ``rtsafe``), started at
+the quantile of the Gaussian of the mixture's mean and variance and kept inside the bracket
 
     [min_s f_s + sd z_p,  max_s f_s + sd z_p],    z_p = Phi^{-1}(p),
 
@@ -85,8 +85,7 @@ def mixture_quantiles(f: Tensor, sd: Tensor | float, q: np.ndarray) -> Tensor:
     f = f.double()
     sd_t = torch.as_tensor(sd, dtype=f.dtype, device=f.device).reshape(-1)  # (k,) or (1,)
     fmin, fmax = f.amin(0), f.amax(0)  # (n, k)
-    sd = sd_t
-    mean, std = f.mean(0), torch.sqrt(f.var(0, unbiased=False) + sd * sd)  # the mixture's moments
+    mean, std = f.mean(0), torch.sqrt(f.var(0, unbiased=False) + sd_t * sd_t)  # the mixture's moments
     qs = np.asarray(q).reshape(-1)
     return torch.stack([_mixture_quantile(f, sd_t, float(p), fmin, fmax, mean, std) for p in qs], -1)
 
