@@ -102,6 +102,11 @@ def test_glm_quantiles_are_gaussian():
     np.testing.assert_allclose(
         est.predict_quantiles(X[120:], Q), mean[:, None] + std[:, None] * norm.ppf(Q), rtol=1e-12
     )
+    X2, y2 = _data(n_targets=2)
+    est2 = VOGNRegressor(max_iter=15, predictive="glm", random_state=0).fit(X2[:120], y2[:120])
+    mean2, std2 = est2.predict(X2[120:], return_std=True)  # (40, 2) each
+    expected2 = mean2[..., None] + std2[..., None] * norm.ppf(Q)
+    np.testing.assert_allclose(est2.predict_quantiles(X2[120:], Q), expected2, rtol=1e-12)
     blr = BayesianLinearRegression().fit(X[:120], y[:120])
     mean, std = blr.predict(X[120:], return_std=True)
     lower, upper = blr.predict_interval(X[120:], level=0.8)
