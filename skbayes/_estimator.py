@@ -47,7 +47,7 @@ from ._networks import ACTIVATIONS, NetworkForward, ParamLayout, build_mlp, init
 from ._parallel import limit_torch_threads, network_macs_per_row
 from ._predictive import gaussian_draws, linearized_moments, pairwise_probit_proba, probit_proba
 from ._prior import WeightPrior
-from ._quantiles import check_level, check_quantiles, gaussian_quantiles, interval_probabilities, mixture_quantiles
+from ._quantiles import PredictIntervalMixin, check_quantiles, gaussian_quantiles, mixture_quantiles
 from ._start import INITS, diagnose, initial_moments, initial_precision
 from ._validation import (
     BOOLEAN,
@@ -1365,7 +1365,7 @@ def is_classifier_face(est: BayesianNetwork) -> bool:
     return isinstance(est, BayesianNetworkClassifier)
 
 
-class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
+class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNetwork):
     """Gaussian-likelihood regression on standardised targets (not public)."""
 
     _likelihood: Gaussian
@@ -1708,29 +1708,6 @@ class BayesianNetworkRegressor(RegressorMixin, BayesianNetwork):
                 out = out[:, 0]
         self._check_finite("predictive quantiles", out)
         return out
-
-    def predict_interval(self, X: ArrayLike, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
-        """Central prediction intervals of the posterior predictive distribution.
-
-        The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of
-        :meth:`predict_quantiles`.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Inputs.
-        level : float, default=0.9
-            Probability of each interval, in (0, 1).
-
-        Returns
-        -------
-        lower : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            Lower ends.
-        upper : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            Upper ends.
-        """
-        y_q = self.predict_quantiles(X, interval_probabilities(check_level(level)))
-        return y_q[..., 0], y_q[..., 1]
 
     @_scoped_threads
     def log_likelihood(self, X: ArrayLike, y: ArrayLike, n_samples: int | None = None) -> float:

@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import math
 import numbers
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import torch
+from numpy.typing import ArrayLike
 from scipy.stats import norm
 from torch import Tensor
 
@@ -114,3 +116,34 @@ def _mixture_quantile(f: Tensor, sd: Tensor, p: float, fmin: Tensor, fmax: Tenso
         if converged:
             break
     return x
+
+
+class PredictIntervalMixin:
+    """``predict_interval`` for a regressor with ``predict_quantiles(X, quantiles)``."""
+
+    predict_quantiles: Callable[..., np.ndarray]
+
+    def predict_interval(self, X: ArrayLike, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
+        """Central prediction intervals of the posterior predictive distribution.
+
+        The ``(1 - level) / 2`` and ``(1 + level) / 2`` quantiles of
+        :meth:`predict_quantiles`.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Inputs.
+
+        level : float, default=0.9
+            Probability of each interval, in (0, 1).
+
+        Returns
+        -------
+        lower : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Lower ends.
+
+        upper : ndarray of shape (n_samples,) or (n_samples, n_targets)
+            Upper ends.
+        """
+        y_q = self.predict_quantiles(X, interval_probabilities(check_level(level)))
+        return y_q[..., 0], y_q[..., 1]

@@ -20,7 +20,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from ._memory import memory_limit_bytes
-from ._quantiles import check_level, check_quantiles, gaussian_quantiles, interval_probabilities
+from ._quantiles import PredictIntervalMixin, check_quantiles, gaussian_quantiles
 from .exceptions import MemoryLimitError, NonFiniteOutputError
 
 __all__ = ["BayesianLinearRegression", "MemoryLimitError"]
@@ -427,7 +427,7 @@ def _maximise_noise_precision(
     return math.exp(-t_best), int(res.nit), bool(res.success)
 
 
-class BayesianLinearRegression(RegressorMixin, BaseEstimator):
+class BayesianLinearRegression(PredictIntervalMixin, RegressorMixin, BaseEstimator):
     """Bayesian linear regression with a fixed prior precision on standardised data.
 
     Exact conjugate Gaussian inference for the model
@@ -1103,28 +1103,6 @@ class BayesianLinearRegression(RegressorMixin, BaseEstimator):
         q = check_quantiles(quantiles)
         y_mean, y_std = self.predict(X, return_std=True)
         return gaussian_quantiles(y_mean, y_std, q)
-
-    def predict_interval(self, X: ArrayLike, level: float = 0.9) -> tuple[np.ndarray, np.ndarray]:
-        """Central prediction intervals ``y_mean -+ Phi^{-1}((1 + level) / 2) y_std``.
-
-        Parameters
-        ----------
-        X : array-like of shape (n_samples, n_features)
-            Query points.
-
-        level : float, default=0.9
-            Probability of each interval, in (0, 1).
-
-        Returns
-        -------
-        lower : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            Lower ends.
-
-        upper : ndarray of shape (n_samples,) or (n_samples, n_targets)
-            Upper ends.
-        """
-        y_q = self.predict_quantiles(X, interval_probabilities(check_level(level)))
-        return y_q[..., 0], y_q[..., 1]
 
     def sample_y(
         self, X: ArrayLike, n_samples: int = 1, random_state: int | np.random.RandomState | None = 0
