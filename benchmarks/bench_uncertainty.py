@@ -39,7 +39,10 @@ breast cancer and wine (stratified 75/25) and diabetes; Fashion-MNIST (Debian's
 ``dataset-fashion-mnist``: ``apt-get install -y dataset-fashion-mnist``; a random
 ``--fashion-rows`` subset of the training images, all 10,000 test images;
 ``--data DIR`` points elsewhere); the UCI sets boston, concrete, yacht and red wine
-quality (``winequality``) from ``benchmarks/_uci_data.py``. Inputs are
+quality (``winequality``) from ``benchmarks/_uci_data.py``; with ``--datasets heldout``
+the regression sets outside the protocol's suite of ``benchmarks/_heldout_data.py``
+(airfoil, Auto MPG, fish and aquatic toxicity, bike rentals, white wine quality), which
+judge the defaults and never choose them (a sweep ranks them as their own group). Inputs are
 standardised with the training rows' statistics (StandardScaler); images are
 corrupted before that.
 
@@ -153,8 +156,12 @@ LABEL = dict(
 )
 IMAGE = ("digits", "fashion")
 TABULAR_CLF = ("breast_cancer", "wine")
-REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
-DATASETS = IMAGE + TABULAR_CLF + REGRESSION
+SUITE_REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
+#: Regression sets outside the defaults protocol's suite (benchmarks/_heldout_data.py): never
+#: part of a default run, and their own group in a sweep, so they judge defaults, not choose them.
+HELDOUT_REGRESSION = ("airfoil", "autompg", "fish_toxicity", "aquatic_toxicity", "bikes", "winequality_white")
+REGRESSION = SUITE_REGRESSION + HELDOUT_REGRESSION
+DATASETS = IMAGE + TABULAR_CLF + SUITE_REGRESSION
 TASKS = ("ood", "shift", "selective", "regression")
 SEVERITIES = (0, 1, 2, 3, 4)
 COVERAGES = (0.5, 0.8, 0.9)
@@ -235,6 +242,10 @@ def load_regression(name):
         from sklearn.datasets import load_diabetes
 
         return load_diabetes(return_X_y=True)
+    if name in HELDOUT_REGRESSION:
+        from _heldout_data import load as load_heldout
+
+        return load_heldout(name)
     from _uci_data import load
 
     return load("wine" if name == "winequality" else name)
@@ -711,7 +722,7 @@ def targets(results):
 
     print("\n## Targets (issue 23; means over the seeds run)\n")
     skb = [m for m in SKB_ALL if any(r["method"] == m and r["variant"] == LABEL[m] for r in results)]
-    dsets = sorted({r["dataset"] for r in results}, key=DATASETS.index)
+    dsets = sorted({r["dataset"] for r in results}, key=(DATASETS + HELDOUT_REGRESSION).index)
     for d in [d for d in dsets if d in IMAGE]:
         if have(d, "ood", "ensemble") and skb:
             best = max(skb, key=lambda m: mean(d, "ood", m, "auroc"))
@@ -810,6 +821,8 @@ def targets(results):
 
 # --- the defaults protocol ----------------------------------------------------------------
 def group_of(dataset):
+    if dataset in HELDOUT_REGRESSION:
+        return "held-out regression"
     if dataset in REGRESSION:
         return "regression"
     return "image classification" if dataset == "fashion" else "small classification"
@@ -953,7 +966,9 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: digits and diabetes, 20 epochs, 1 seed")
     ap.add_argument("--tasks", default=",".join(TASKS))
-    ap.add_argument("--datasets", default=None, help=f"from {list(DATASETS)}")
+    ap.add_argument(
+        "--datasets", default=None, help=f"from {list(DATASETS)}; 'heldout' for the held-out regression sets"
+    )
     ap.add_argument("--methods", default=None, help=f"from {list(SKB_ALL + PEERS)}")
     ap.add_argument("--seeds", type=int, default=None, help="seeds (splits) per data set; default 3, --quick 1")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (to split a run)")
@@ -984,7 +999,7 @@ def main(argv=None):
             print(f"    {c}")
         shown = list(dict.fromkeys(r["variant"] for r in results))
         print("\n## Results (mean ± std error over the seeds; best in bold; (!) see below)")
-        present = [d for d in DATASETS if any(r["dataset"] == d for r in results)]
+        present = [d for d in DATASETS + HELDOUT_REGRESSION if any(r["dataset"] == d for r in results)]
         report(results, shown, TASKS, present)
         if cands:  # saved by --sweep runs: the protocol over all of them together
             protocol(results, cands, default_of)
@@ -998,9 +1013,12 @@ def main(argv=None):
             ap.error(f"unknown task {t!r}; choose from {list(TASKS)}")
     default_ds = ("digits", "diabetes") if args.quick else DATASETS
     datasets = [d for d in (args.datasets.split(",") if args.datasets else default_ds) if d]
+    if "heldout" in datasets:  # the held-out regression sets
+        i = datasets.index("heldout")
+        datasets[i : i + 1] = list(HELDOUT_REGRESSION)
     for d in datasets:
-        if d not in DATASETS:
-            ap.error(f"unknown data set {d!r}; choose from {list(DATASETS)}")
+        if d not in DATASETS + HELDOUT_REGRESSION:
+            ap.error(f"unknown data set {d!r}; choose from {list(DATASETS)} or {list(HELDOUT_REGRESSION)}")
     default_methods = SKB if args.sweep else SKB + PEERS
     methods = [m for m in (args.methods.split(",") if args.methods else default_methods) if m]
     for m in methods:

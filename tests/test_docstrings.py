@@ -1,7 +1,7 @@
 """numpydoc's validator over every public class, method, property and function.
 
 Like scikit-learn's own ``sklearn/tests/test_docstrings.py``: the objects are the
-public names of ``skbayes``, ``skbayes.posteriors``, ``skbayes.metrics`` and
+public names of ``skbayes``, ``skbayes.posteriors``, ``skbayes.metrics``, ``skbayes.pipeline`` and
 ``skbayes.exceptions``, and every public method or property that skbayes itself
 defines on those classes (methods inherited from scikit-learn, torch or ``object``
 are theirs to document). Ignored checks, and why:
@@ -23,7 +23,7 @@ import pytest
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 IGNORED = {"GL01", "GL02", "ES01", "SA01", "EX01", "RT02"}
-MODULES = ("skbayes", "skbayes.posteriors", "skbayes.metrics", "skbayes.exceptions")
+MODULES = ("skbayes", "skbayes.posteriors", "skbayes.metrics", "skbayes.exceptions", "skbayes.pipeline")
 
 
 def _public_names(module):
@@ -54,7 +54,9 @@ def _objects():
                 if owner is None or not owner.__module__.startswith("skbayes"):
                     continue
                 static = inspect.getattr_static(obj, attr)
-                if callable(static) or isinstance(static, (property, classmethod, staticmethod)):
+                # scikit-learn's available_if methods are descriptors around a function ``fn``
+                descriptor = callable(getattr(static, "fn", None))
+                if callable(static) or descriptor or isinstance(static, (property, classmethod, staticmethod)):
                     paths.add(f"{modname}.{name}.{attr}")
     return sorted(paths)
 
