@@ -40,9 +40,10 @@ breast cancer and wine (stratified 75/25) and diabetes; Fashion-MNIST (Debian's
 ``--fashion-rows`` subset of the training images, all 10,000 test images;
 ``--data DIR`` points elsewhere); the UCI sets boston, concrete, yacht and red wine
 quality (``winequality``) from ``benchmarks/_uci_data.py``; with ``--datasets heldout``
-the regression sets outside the protocol's suite of ``benchmarks/_heldout_data.py``
-(airfoil, Auto MPG, fish and aquatic toxicity, bike rentals, white wine quality), which
-judge the defaults and never choose them (a sweep ranks them as their own group). Inputs are
+the sets outside the protocol's suite of ``benchmarks/_heldout_data.py`` (regression:
+airfoil, Auto MPG, fish and aquatic toxicity, bike rentals, white wine quality; selective
+prediction: satimage, vehicle, iris, stratified 75/25), which judge the defaults and never
+choose them (a sweep ranks them as their own groups). Inputs are
 standardised with the training rows' statistics (StandardScaler); images are
 corrupted before that.
 
@@ -161,6 +162,10 @@ SUITE_REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
 #: part of a default run, and their own group in a sweep, so they judge defaults, not choose them.
 HELDOUT_REGRESSION = ("airfoil", "autompg", "fish_toxicity", "aquatic_toxicity", "bikes", "winequality_white")
 REGRESSION = SUITE_REGRESSION + HELDOUT_REGRESSION
+#: Classification sets outside the suite, for the selective-prediction task (as the held-out regression sets).
+HELDOUT_CLF = ("satimage", "vehicle", "iris")
+HELDOUT = HELDOUT_CLF + HELDOUT_REGRESSION
+TABULAR = TABULAR_CLF + HELDOUT_CLF
 DATASETS = IMAGE + TABULAR_CLF + SUITE_REGRESSION
 TASKS = ("ood", "shift", "selective", "regression")
 SEVERITIES = (0, 1, 2, 3, 4)
@@ -280,11 +285,16 @@ def make_data(job):
             return dict(Xtr=sc.transform(Xtr), ytr=ytr, Xte=sc.transform(Xte), yte=yte, is_ood=yte >= 5)
         tests = {s: sc.transform(corrupt(Xte, side, s, seed)) for s in job["severities"]}
         return dict(Xtr=sc.transform(Xtr), ytr=ytr, tests=tests, yte=yte)
-    if d in TABULAR_CLF:
+    if d in TABULAR:
         from sklearn import datasets
         from sklearn.model_selection import train_test_split
 
-        X, y = getattr(datasets, f"load_{d}")(return_X_y=True)
+        if d in HELDOUT_CLF:
+            from _heldout_data import load as load_heldout
+
+            X, y = load_heldout(d)
+        else:
+            X, y = getattr(datasets, f"load_{d}")(return_X_y=True)
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
         sc = StandardScaler().fit(Xtr)
         return dict(Xtr=sc.transform(Xtr), ytr=ytr, tests={0: sc.transform(Xte)}, yte=yte)
@@ -672,7 +682,7 @@ def report(results, variants, tasks, datasets):
                 cols = [(f"severity {s}", f"{key}_s{s}", digits, scale, hb) for s in SEVERITIES]
                 print_table(f"Covariate shift: {d}, test {label} by severity", cols, groups(d, "full"), variants)
     if "selective" in tasks:
-        for d in [d for d in IMAGE + TABULAR_CLF if d in datasets]:
+        for d in [d for d in IMAGE + TABULAR if d in datasets]:
             cols = [
                 ("accuracy %", "acc_s0", 2, 100.0, True),
                 ("log-loss", "logloss_s0", 3, 1.0, False),
@@ -722,7 +732,7 @@ def targets(results):
 
     print("\n## Targets (issue 23; means over the seeds run)\n")
     skb = [m for m in SKB_ALL if any(r["method"] == m and r["variant"] == LABEL[m] for r in results)]
-    dsets = sorted({r["dataset"] for r in results}, key=(DATASETS + HELDOUT_REGRESSION).index)
+    dsets = sorted({r["dataset"] for r in results}, key=(DATASETS + HELDOUT).index)
     for d in [d for d in dsets if d in IMAGE]:
         if have(d, "ood", "ensemble") and skb:
             best = max(skb, key=lambda m: mean(d, "ood", m, "auroc"))
@@ -758,7 +768,7 @@ def targets(results):
                         f"shift {d}: some skbayes estimator's {key} <= the ensemble's at every severity"
                         + (f" (none at severities {worse})" if worse else ""),
                     )
-    for d in [d for d in dsets if d in IMAGE + TABULAR_CLF]:
+    for d in [d for d in dsets if d in IMAGE + TABULAR]:
         if have(d, "full", "mlp"):
             ref = mean(d, "full", "mlp", "aurc")
             for m in [m for m in ("slang", "kfac") if m in skb]:
@@ -823,6 +833,8 @@ def targets(results):
 def group_of(dataset):
     if dataset in HELDOUT_REGRESSION:
         return "held-out regression"
+    if dataset in HELDOUT_CLF:
+        return "held-out classification"
     if dataset in REGRESSION:
         return "regression"
     return "image classification" if dataset == "fashion" else "small classification"
@@ -966,9 +978,7 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="smoke run: digits and diabetes, 20 epochs, 1 seed")
     ap.add_argument("--tasks", default=",".join(TASKS))
-    ap.add_argument(
-        "--datasets", default=None, help=f"from {list(DATASETS)}; 'heldout' for the held-out regression sets"
-    )
+    ap.add_argument("--datasets", default=None, help=f"from {list(DATASETS)}; 'heldout' for the held-out sets")
     ap.add_argument("--methods", default=None, help=f"from {list(SKB_ALL + PEERS)}")
     ap.add_argument("--seeds", type=int, default=None, help="seeds (splits) per data set; default 3, --quick 1")
     ap.add_argument("--first-seed", type=int, default=0, help="seeds first..first+seeds-1 (to split a run)")
@@ -999,7 +1009,7 @@ def main(argv=None):
             print(f"    {c}")
         shown = list(dict.fromkeys(r["variant"] for r in results))
         print("\n## Results (mean ± std error over the seeds; best in bold; (!) see below)")
-        present = [d for d in DATASETS + HELDOUT_REGRESSION if any(r["dataset"] == d for r in results)]
+        present = [d for d in DATASETS + HELDOUT if any(r["dataset"] == d for r in results)]
         report(results, shown, TASKS, present)
         if cands:  # saved by --sweep runs: the protocol over all of them together
             protocol(results, cands, default_of)
@@ -1013,12 +1023,12 @@ def main(argv=None):
             ap.error(f"unknown task {t!r}; choose from {list(TASKS)}")
     default_ds = ("digits", "diabetes") if args.quick else DATASETS
     datasets = [d for d in (args.datasets.split(",") if args.datasets else default_ds) if d]
-    if "heldout" in datasets:  # the held-out regression sets
+    if "heldout" in datasets:  # the held-out sets
         i = datasets.index("heldout")
-        datasets[i : i + 1] = list(HELDOUT_REGRESSION)
+        datasets[i : i + 1] = list(HELDOUT)
     for d in datasets:
-        if d not in DATASETS + HELDOUT_REGRESSION:
-            ap.error(f"unknown data set {d!r}; choose from {list(DATASETS)} or {list(HELDOUT_REGRESSION)}")
+        if d not in DATASETS + HELDOUT:
+            ap.error(f"unknown data set {d!r}; choose from {list(DATASETS)} or the held-out {list(HELDOUT)}")
     default_methods = SKB if args.sweep else SKB + PEERS
     methods = [m for m in (args.methods.split(",") if args.methods else default_methods) if m]
     for m in methods:
@@ -1068,7 +1078,7 @@ def main(argv=None):
                 fits.append((d, "full"))
             if "ood" in tasks:
                 fits.append((d, "ood"))
-        elif d in TABULAR_CLF and "selective" in tasks:
+        elif d in TABULAR and "selective" in tasks:
             fits.append((d, "full"))
         elif d in REGRESSION and "regression" in tasks:
             fits += [(d, "inrange"), (d, "extrap")]
