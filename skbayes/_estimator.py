@@ -1688,24 +1688,19 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
         """
         q = check_quantiles(quantiles)
         check_is_fitted(self, "posterior_")
-        if self._uses_glm():
-            mean_t, var_t = self._moments(X)
-            mean = self._y_mean + self._y_std * mean_t.cpu().numpy()
-            std = self._y_std * np.sqrt(var_t.cpu().numpy())
-            out = gaussian_quantiles(mean, std, q)
-        else:
-            noise_sd = torch.as_tensor(np.sqrt(self._likelihood.noise.noise_variance), dtype=torch.float64)
+        if self._uses_glm():  # a Gaussian: its mean and standard deviation in the units of y
+            mean, std = cast("tuple[np.ndarray, np.ndarray]", self.predict(X, return_std=True))
+            return gaussian_quantiles(mean, std, q)
+        noise_sd = torch.as_tensor(np.sqrt(self._likelihood.noise.noise_variance), dtype=torch.float64)
 
-            def quantiles_of(f: torch.Tensor) -> tuple[torch.Tensor]:
-                return (mixture_quantiles(f, noise_sd.to(f.device), q),)
+        def quantiles_of(f: torch.Tensor) -> tuple[torch.Tensor]:
+            return (mixture_quantiles(f, noise_sd.to(f.device), q),)
 
-            (x,) = self._predict_rows(X, quantiles_of)
-            xs = x.numpy() if isinstance(x, torch.Tensor) else np.asarray(x)
-            y_mean = np.asarray(self._y_mean, dtype=np.float64).reshape(-1)[:, None]  # (k or 1, 1)
-            y_std = np.asarray(self._y_std, dtype=np.float64).reshape(-1)[:, None]
-            out = y_mean + y_std * xs  # (n, k, P)
-            if not self._is_multi():
-                out = out[:, 0]
+        (x,) = self._predict_rows(X, quantiles_of)  # (n, k, P) in the standardised units
+        # quantiles move with the affine map to the units of y; the targets' axis last for it
+        out = np.moveaxis(self._output_units(np.moveaxis(np.asarray(x, dtype=np.float64), -1, 0)), 0, -1)
+        if not self._is_multi():
+            out = out[:, 0]
         self._check_finite("predictive quantiles", out)
         return out
 
