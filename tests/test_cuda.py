@@ -17,6 +17,7 @@ import pickle
 import numpy as np
 import pytest
 import torch
+from scipy.stats import norm
 from sklearn.datasets import load_breast_cancer, load_diabetes
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
@@ -120,3 +121,31 @@ def test_continuing_fits_and_float32_stay_on_the_gpu(est_cls):
     w = next(est.module_.parameters())
     assert w.device.type == "cuda" and w.dtype == torch.float32
     assert np.all(np.isfinite(est.predict(Xte)))
+
+
+REGRESSORS = [E for E in NETWORK_ESTIMATORS if E.__name__.endswith("Regressor")]
+
+
+@pytest.mark.parametrize("est_cls", REGRESSORS, ids=[E.__name__ for E in REGRESSORS])
+def test_gpu_predict_quantiles_are_the_quantiles_of_its_own_predictive(est_cls):
+    from test_quantiles import _drawn_outputs, _reference
+
+    from skbayes._quantiles import QUANTILE_TOL
+
+    Xtr, Xte, ytr, _ = _data(est_cls)
+    y_scale = 50.0  # units of y far from the standardised ones the network learns
+    est = _make(est_cls, device="cuda", max_iter=20).fit(Xtr, y_scale * ytr)
+    Xq, q = Xte[:12], np.array([0.05, 0.5, 0.95])
+    got = est.predict_quantiles(Xq, q)
+    assert isinstance(got, np.ndarray) and got.shape == (len(Xq), len(q))
+    if not est._uses_glm():
+        draws = _drawn_outputs(est, Xq)[..., 0]  # the very draws predict averages, on the host
+        sd = float(est.noise_std_)
+        ref = np.array([[_reference(d, sd, p) for p in q] for d in draws])
+        np.testing.assert_allclose(got, ref, rtol=0, atol=20 * QUANTILE_TOL * sd)
+    else:  # the linearised predictive's Gaussian
+        mean, std = est.predict(Xq, return_std=True)
+        np.testing.assert_allclose(got, mean[:, None] + std[:, None] * norm.ppf(q), rtol=1e-9, atol=1e-9 * y_scale)
+    lower, upper = est.predict_interval(Xq, level=0.9)
+    np.testing.assert_allclose(lower, got[:, 0], rtol=1e-12, atol=1e-12 * y_scale)
+    np.testing.assert_allclose(upper, got[:, 2], rtol=1e-12, atol=1e-12 * y_scale)
