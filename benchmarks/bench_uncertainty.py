@@ -108,6 +108,7 @@ Run:  python benchmarks/bench_uncertainty.py --quick          (smoke run: digits
 Options: --tasks ood,shift,selective,regression  --datasets digits,fashion,diabetes
          --methods slang,kfac,mlp,ensemble  --seeds 3  --jobs 2  --json out.json
          --set slang.kl_weight=0.1  --set '*.predictive="glm"'   (as benchmarks/_harness.py)
+         --set '*.device="cuda"' --fashion-rows 60000   (skbayes on a GPU; the peers stay on the CPU)
          --sweep [--grid kl_weight=1,0.3]  --seeds 1 --first-seed 2   (seed 2 alone; merge with --from-json)
 """
 
