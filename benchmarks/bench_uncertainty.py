@@ -25,7 +25,8 @@ selective
     breast cancer and wine): accuracy, log-loss, ECE, the accuracy on the 50%, 80%
     and 90% of the rows with the highest max-probability, and the area under the
     risk-coverage curve (AURC: the mean over k = 1..n of the error rate of the k
-    most confident rows; lower is better).
+    most confident rows, ties averaged over their orders; lower is better;
+    ``skbayes.metrics.area_under_risk_coverage``).
 regression
     Log predictive density per point (LPD, higher is better), CRPS (lower is
     better), the coverage and mean width of the central 90% predictive interval,
@@ -552,12 +553,16 @@ def classification_metrics(y, proba):
 
 
 def selective_metrics(y, proba):
+    """The accuracy of the most confident 50/80/90% of the rows, and the AURC (the public
+    ``skbayes.metrics.area_under_risk_coverage``: tied confidences averaged over their orders)."""
+    from skbayes.metrics import area_under_risk_coverage
+
     conf = proba.max(1)
     order = np.argsort(-conf, kind="stable")
     wrong = (proba.argmax(1) != y)[order].astype(float)
     risk = np.cumsum(wrong) / np.arange(1, len(y) + 1)
     out = {f"acc@{int(100 * c)}": float(1.0 - risk[max(int(round(c * len(y))), 1) - 1]) for c in COVERAGES}
-    out["aurc"] = float(np.mean(risk))
+    out["aurc"] = area_under_risk_coverage(y, proba)
     return out
 
 

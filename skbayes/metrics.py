@@ -35,6 +35,8 @@ __all__ = [
     "interval_score",
     "interval_coverage",
     "expected_calibration_error",
+    "risk_coverage_curve",
+    "area_under_risk_coverage",
     "make_log_likelihood_scorer",
     "make_crps_scorer",
     "make_interval_scorer",
@@ -316,27 +318,61 @@ def interval_coverage(y_true: ArrayLike, y_mean: ArrayLike, y_std: ArrayLike, le
     return float(np.mean(np.abs(np.asarray(y_true) - np.asarray(y_mean)) <= z * np.asarray(y_std)))
 
 
-def expected_calibration_error(y_true: ArrayLike, proba: ArrayLike, n_bins: int = 10) -> float:
+def _class_indices(y_true: ArrayLike, proba: ArrayLike, labels: ArrayLike | None) -> tuple[np.ndarray, np.ndarray]:
+    """``(y, p)``: the column index of each row's class, and the probabilities as a 2-D float
+    array, validated (scikit-learn's conventions; ``labels`` names the columns)."""
+    p = check_array(proba, dtype=np.float64, input_name="proba")
+    y = column_or_1d(check_array(y_true, ensure_2d=False, dtype=None, input_name="y_true"))
+    check_consistent_length(y, p)
+    n_classes = p.shape[1]
+    if labels is not None:
+        names = column_or_1d(check_array(labels, ensure_2d=False, dtype=None, input_name="labels"))
+        if len(names) != n_classes:
+            raise ValueError(f"labels has {len(names)} entries but proba has {n_classes} columns.")
+        index = {label: i for i, label in enumerate(names.tolist())}
+        unknown = sorted({v for v in y.tolist() if v not in index}, key=str)
+        if unknown:
+            raise ValueError(f"y_true contains labels not in labels: {unknown[:5]}.")
+        return np.array([index[v] for v in y.tolist()], dtype=np.intp), p
+    if not (np.issubdtype(y.dtype, np.number) or y.dtype == bool):
+        raise ValueError(
+            "y_true must hold the column index of each row's class when labels is None; "
+            "pass labels (e.g. the classifier's classes_) for other labels."
+        )
+    yi = y.astype(np.intp)
+    if np.any(yi != y) or np.any(yi < 0) or np.any(yi >= n_classes):
+        raise ValueError(
+            f"y_true must hold column indices of proba, integers in [0, {n_classes}), when labels is None; "
+            "pass labels (e.g. the classifier's classes_) for other labels."
+        )
+    return yi, p
+
+
+def expected_calibration_error(
+    y_true: ArrayLike, proba: ArrayLike, n_bins: int = 10, *, labels: ArrayLike | None = None
+) -> float:
     """Expected calibration error of the top-class confidence (equal-width bins).
 
     Parameters
     ----------
     y_true : array-like of shape (n_samples,)
-        Integer class indices (columns of ``proba``).
+        True classes: integer column indices of ``proba``, or labels from ``labels``.
     proba : array-like of shape (n_samples, n_classes)
         Predicted class probabilities.
     n_bins : int, default=10
         Number of equal-width confidence bins on [0, 1].
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``proba`` (a classifier's ``classes_``); None: ``y_true``
+        holds column indices.
 
     Returns
     -------
     ece : float
         ``sum_b (n_b / n) |accuracy_b - confidence_b|``.
     """
-    proba = np.asarray(proba)
-    y_true = np.asarray(y_true)
-    conf = proba.max(1)
-    correct = proba.argmax(1) == y_true
+    y, p = _class_indices(y_true, proba, labels)
+    conf = p.max(1)
+    correct = p.argmax(1) == y
     bins = np.minimum((conf * n_bins).astype(int), n_bins - 1)
     ece = 0.0
     for b in range(n_bins):
@@ -344,6 +380,131 @@ def expected_calibration_error(y_true: ArrayLike, proba: ArrayLike, n_bins: int 
         if m.any():
             ece += m.mean() * abs(correct[m].mean() - conf[m].mean())
     return float(ece)
+
+
+def _ranked_errors(
+    y_true: ArrayLike, proba: ArrayLike, labels: ArrayLike | None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows by decreasing top-class confidence: ``(conf, wrong, group)``, ``group`` numbering
+    the runs of equal confidence 0, 1, ... (stable order within a run)."""
+    y, p = _class_indices(y_true, proba, labels)
+    order = np.argsort(-p.max(1), kind="stable")
+    conf = p.max(1)[order]
+    wrong = (p.argmax(1) != y)[order].astype(np.float64)
+    group = np.cumsum(np.r_[True, conf[1:] != conf[:-1]]) - 1
+    return conf, wrong, group
+
+
+def risk_coverage_curve(
+    y_true: ArrayLike, proba: ArrayLike, *, labels: ArrayLike | None = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Selective risk at every confidence threshold: the error rate of the rows kept.
+
+    A classifier that abstains on the rows whose top-class probability is below a
+    threshold keeps a fraction of the rows (the coverage) and errs on some of them (the
+    selective risk). One point per distinct confidence, from the most confident rows alone
+    to all rows, as :func:`sklearn.metrics.roc_curve` has one per distinct score.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True classes: integer column indices of ``proba``, or labels from ``labels``.
+    proba : array-like of shape (n_samples, n_classes)
+        Predicted class probabilities; each row's prediction is its most probable class.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``proba`` (a classifier's ``classes_``); None: ``y_true``
+        holds column indices.
+
+    Returns
+    -------
+    coverage : ndarray of shape (n_thresholds,)
+        Fraction of the rows whose confidence is at least the threshold (increasing; the
+        last is 1).
+    risk : ndarray of shape (n_thresholds,)
+        Error rate among those rows.
+    thresholds : ndarray of shape (n_thresholds,)
+        The distinct top-class probabilities, decreasing.
+
+    See Also
+    --------
+    area_under_risk_coverage : The area under this curve, one number.
+    expected_calibration_error : Whether the confidences match the accuracies.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes.metrics import risk_coverage_curve
+    >>> proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.45, 0.55]])
+    >>> coverage, risk, thresholds = risk_coverage_curve([0, 1, 1, 0], proba)
+    >>> coverage.tolist(), risk.tolist()
+    ([0.25, 0.5, 0.75, 1.0], [0.0, 0.0, 0.3333333333333333, 0.5])
+    """
+    conf, wrong, _ = _ranked_errors(y_true, proba, labels)
+    last = np.r_[conf[1:] != conf[:-1], True]  # the last row of each group of equal confidence
+    kept = np.arange(1, len(conf) + 1)[last]
+    return kept / len(conf), np.cumsum(wrong)[last] / kept, conf[last]
+
+
+def area_under_risk_coverage(y_true: ArrayLike, proba: ArrayLike, *, labels: ArrayLike | None = None) -> float:
+    """Area under the risk-coverage curve (AURC): the selective risk averaged over coverages.
+
+    The mean over ``k = 1..n`` of the error rate of the ``k`` rows with the highest
+    top-class probability (Geifman and El-Yaniv, 2017; lower is better). It is the
+    error rate when confidence carries no information about errors, and smaller the
+    more the errors sit among the least confident rows. Rows of equal confidence are
+    taken in every order with equal probability: the value is the expectation over
+    those orders, so it does not depend on the order of the rows.
+
+    Parameters
+    ----------
+    y_true : array-like of shape (n_samples,)
+        True classes: integer column indices of ``proba``, or labels from ``labels``.
+    proba : array-like of shape (n_samples, n_classes)
+        Predicted class probabilities; each row's prediction is its most probable class.
+    labels : array-like of shape (n_classes,), default=None
+        The class of each column of ``proba`` (a classifier's ``classes_``); None: ``y_true``
+        holds column indices.
+
+    Returns
+    -------
+    aurc : float
+        The area, in [0, 1].
+
+    See Also
+    --------
+    risk_coverage_curve : The curve itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skbayes.metrics import area_under_risk_coverage
+    >>> proba = np.array([[0.9, 0.1], [0.2, 0.8], [0.6, 0.4], [0.45, 0.55]])
+    >>> round(area_under_risk_coverage([0, 1, 1, 0], proba), 4)  # (0 + 0 + 1/3 + 2/4) / 4
+    0.2083
+
+    As a scorer (lower is better, so negated) on scikit-learn's iris, whose classes are
+    the column indices:
+
+    >>> from sklearn.datasets import load_iris
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from sklearn.metrics import make_scorer
+    >>> from sklearn.model_selection import cross_val_score
+    >>> X, y = load_iris(return_X_y=True)
+    >>> scorer = make_scorer(area_under_risk_coverage, greater_is_better=False, response_method="predict_proba")
+    >>> scores = cross_val_score(LogisticRegression(max_iter=1000), X, y, cv=3, scoring=scorer)
+    >>> bool(np.all(scores <= 0))
+    True
+    """
+    _, wrong, group = _ranked_errors(y_true, proba, labels)
+    errors = np.bincount(group, weights=wrong)  # per group of equal confidence
+    sizes = np.bincount(group)
+    starts = np.cumsum(sizes) - sizes  # rows before each group
+    before = np.cumsum(errors) - errors  # errors before each group
+    k = np.arange(1, len(wrong) + 1)
+    # expected errors among the first k rows: the earlier groups' and, of the current
+    # group's, the share of its rows kept
+    expected = before[group] + (k - starts[group]) * errors[group] / sizes[group]
+    return float(np.mean(expected / k))
 
 
 # --- scorers ------------------------------------------------------------------------------
