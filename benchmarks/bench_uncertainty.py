@@ -88,6 +88,14 @@ Gaussian of ``predict(X, return_std=True)``. LPD, CRPS (closed form for Gaussian
 mixtures) and the 90% interval (mixture quantiles by bisection) are computed
 from these mixtures for every method alike.
 
+Prediction-only settings (``--predict-grid PARAM=V1,V2``, e.g. ``predictive=sampled,glm``,
+``glm_link=pairwise,probit,mc``): each skbayes fit is also scored with every combination,
+changed by ``set_params`` on the fitted estimator (no refit), as extra rows labelled
+``METHOD [PARAM=V,...]`` (``glm_link`` only with the GLM predictive). ``--ood-scores`` adds
+two columns to the OOD table: the AUROC of one minus the top-class probability and of the
+mutual information between the class and the weights (200 ``sample_outputs`` draws for
+skbayes, the members for the ensemble).
+
 Defaults sweep (``--sweep``): every skbayes estimator over the grid
 ``kl_weight`` x ``prior_precision`` x ``predictive`` (``--grid PARAM=V1,V2`` replaces a
 line); a candidate an estimator rejects is skipped and listed. Per estimator and
@@ -110,6 +118,7 @@ Options: --tasks ood,shift,selective,regression  --datasets digits,fashion,diabe
          --methods slang,kfac,mlp,ensemble  --seeds 3  --jobs 2  --json out.json
          --set slang.kl_weight=0.1  --set '*.predictive="glm"'   (as benchmarks/_harness.py)
          --set '*.device="cuda"' --fashion-rows 60000   (skbayes on a GPU; the peers stay on the CPU)
+         --predict-grid predictive=sampled,glm --ood-scores
          --sweep [--grid kl_weight=1,0.3]  --seeds 1 --first-seed 2   (seed 2 alone; merge with --from-json)
 """
 
@@ -572,16 +581,85 @@ def entropy(p):
 
 
 # --- one job ------------------------------------------------------------------------------
+def ood_scores(model, X, is_ood, p):
+    """AUROCs of two other OOD scores than the entropy: one minus the top-class probability,
+    and the mutual information between the class and the weights (the entropy of the mean
+    prediction less the mean entropy of the sampled networks' predictions: 200
+    ``sample_outputs`` draws for skbayes, the members for the ensemble)."""
+    from scipy.special import expit, softmax
+    from sklearn.metrics import roc_auc_score
+
+    out = {"auroc_maxp": float(roc_auc_score(is_ood, 1.0 - p.max(1)))}
+    if hasattr(model, "sample_outputs"):
+        f = model.sample_outputs(X, n_samples=200, random_state=0)  # (S, n, k) logits
+        ps = np.stack([1 - expit(f[..., 0]), expit(f[..., 0])], -1) if f.shape[-1] == 1 else softmax(f, -1)
+    elif len(getattr(model, "members_", [])) > 1:
+        ps = np.stack([m.predict_proba(X) for m in model.members_])
+    else:
+        return out
+    mi = entropy(ps.mean(0)) - np.mean([entropy(q) for q in ps], axis=0)
+    out["auroc_mi"] = float(roc_auc_score(is_ood, mi))
+    return out
+
+
+def score_classifier(model, job, data, classes, out):
+    """The OOD or shift and selective scores of a fitted classifier, into ``out``."""
+    if job["fit"] == "ood":
+        t0 = time.perf_counter()
+        p = model.predict_proba(data["Xte"])
+        out["predict_s"] = time.perf_counter() - t0
+        from sklearn.metrics import roc_auc_score
+
+        is_ood = data["is_ood"]
+        out["auroc"] = float(roc_auc_score(is_ood, entropy(p)))
+        out["id_acc"] = float(np.mean(p[~is_ood].argmax(1) == data["yte"][~is_ood]))
+        if job.get("ood_scores"):
+            out.update(ood_scores(model, data["Xte"], is_ood, p))
+        return
+    yte = np.searchsorted(classes, data["yte"])
+    for s, Xte in data["tests"].items():
+        t0 = time.perf_counter()
+        p = model.predict_proba(Xte)
+        if s == 0:
+            out["predict_s"] = time.perf_counter() - t0
+            out.update(selective_metrics(yte, p))
+        for k, v in classification_metrics(yte, p).items():
+            out[f"{k}_s{s}"] = v
+
+
+def prediction_settings(model, grid):
+    """The combinations of ``grid`` (prediction-only parameters) that ``model`` has, each as
+    ``(label suffix, params)``; parameters it lacks are left out, repeats dropped."""
+    if not grid or not hasattr(model, "get_params"):
+        return []
+    have = model.get_params()
+    seen, out = set(), []
+    names = list(grid)
+    for values in itertools.product(*(grid[k] for k in names)):
+        params = {k: v for k, v in zip(names, values) if k in have}
+        if params.get("predictive") == "sampled" and "glm_link" in params:
+            params["glm_link"] = have["glm_link"]  # the link acts on the GLM predictive only
+        key = tuple(sorted(params.items()))
+        if params and key not in seen:
+            seen.add(key)
+            out.append((" [" + ",".join(f"{k}={v}" for k, v in params.items()) + "]", params))
+    return out
+
+
 def run_job(job):
     """Fit one model and score it (in a worker process with one torch thread, and one thread in
-    numpy's and scipy's BLAS, which the scikit-learn peers compute with)."""
+    numpy's and scipy's BLAS, which the scikit-learn peers compute with). Returns a list of
+    results: the model as fitted, then one per setting of ``job['predict_grid']`` (the same fit,
+    prediction-only parameters changed by ``set_params``)."""
     one_thread()
     task = "reg" if job["dataset"] in REGRESSION else "clf"
     out = {k: job[k] for k in ("dataset", "fit", "method", "variant", "seed")}
     out["problems"] = []
+    results = [out]
     try:
         data = make_data(job)
         ytr = data["ytr"]
+        classes = None
         if task == "clf":  # labels as 0..K-1 of the training classes
             classes = np.unique(ytr)
             ytr = np.searchsorted(classes, ytr)
@@ -596,37 +674,26 @@ def run_job(job):
         out["problems"] += sorted(m for m in msgs if "diverge" in m.lower() or "nan" in m.lower())
         if getattr(model, "diverged_", False):
             out["problems"].append("diverged")
-        with np.errstate(all="ignore"):
-            if task == "reg":
-                mixture = predictive_mixture(model)
-                t0 = time.perf_counter()
-                mu, sd = mixture(data["Xte"])
-                out["predict_s"] = time.perf_counter() - t0
-                out.update(regression_metrics(data["yte"], mu, sd))
-            elif job["fit"] == "ood":
-                t0 = time.perf_counter()
-                p = model.predict_proba(data["Xte"])
-                out["predict_s"] = time.perf_counter() - t0
-                from sklearn.metrics import roc_auc_score
-
-                is_ood = data["is_ood"]
-                out["auroc"] = float(roc_auc_score(is_ood, entropy(p)))
-                out["id_acc"] = float(np.mean(p[~is_ood].argmax(1) == data["yte"][~is_ood]))
-            else:
-                yte = np.searchsorted(classes, data["yte"])
-                for s, Xte in data["tests"].items():
+        settings = [("", {})] + prediction_settings(model, job.get("predict_grid"))
+        for suffix, params in settings:
+            res = out if not suffix else dict(out, variant=out["variant"] + suffix, problems=list(out["problems"]))
+            if suffix:
+                model.set_params(**params)
+                results.append(res)
+            with np.errstate(all="ignore"):
+                if task == "reg":
+                    mixture = predictive_mixture(model)
                     t0 = time.perf_counter()
-                    p = model.predict_proba(Xte)
-                    if s == 0:
-                        out["predict_s"] = time.perf_counter() - t0
-                        out.update(selective_metrics(yte, p))
-                    for k, v in classification_metrics(yte, p).items():
-                        out[f"{k}_s{s}"] = v
+                    mu, sd = mixture(data["Xte"])
+                    res["predict_s"] = time.perf_counter() - t0
+                    res.update(regression_metrics(data["yte"], mu, sd))
+                else:
+                    score_classifier(model, job, data, classes, res)
     except Exception as exc:  # a result, not a crash: reported under the table
-        out["problems"].append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+        results[-1]["problems"].append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         if os.environ.get("BENCH_TRACEBACK"):
             traceback.print_exc()
-    return out
+    return results
 
 
 # --- tables -------------------------------------------------------------------------------
@@ -672,6 +739,9 @@ def report(results, variants, tasks, datasets):
     if "ood" in tasks:
         for d in [d for d in IMAGE if d in datasets]:
             cols = [("AUROC (entropy)", "auroc", 3, 1.0, True), ("in-dist. accuracy %", "id_acc", 2, 100.0, True)]
+            for label, key in (("AUROC (1 - max p)", "auroc_maxp"), ("AUROC (mutual information)", "auroc_mi")):
+                if any(key in r for r in results if r["dataset"] == d):
+                    cols.insert(-1, (label, key, 3, 1.0, True))
             print_table(
                 f"Out of distribution: {d}, train on classes 0-4, OOD = classes 5-9",
                 cols + t,
@@ -969,8 +1039,9 @@ def _grid_value(v):
         raise
 
 
-def parse_grid(items):
-    grid = dict(DEFAULT_GRID)
+def parse_grid(items, base=DEFAULT_GRID):
+    """``{param: [values]}`` of the ``PARAM=V1,V2`` items, each replacing its line of ``base``."""
+    grid = dict(base)
     for item in items:
         try:
             k, vals = item.split("=", 1)
@@ -997,6 +1068,16 @@ def main(argv=None):
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     ap.add_argument("--sweep", action="store_true", help="run the defaults protocol over --grid")
     ap.add_argument("--grid", action="append", default=[], metavar="PARAM=V1,V2")
+    ap.add_argument(
+        "--predict-grid",
+        action="append",
+        default=[],
+        metavar="PARAM=V1,V2",
+        help="prediction-only parameters (predictive, glm_link, predict_samples) also scored on each fit",
+    )
+    ap.add_argument(
+        "--ood-scores", action="store_true", help="also the AUROC of 1 - max probability and of the mutual information"
+    )
     ap.add_argument("--json", default=None, metavar="OUT", help="save the raw results")
     ap.add_argument("--from-json", nargs="+", default=None, metavar="IN", help="print the tables of saved results")
     args = ap.parse_args(argv)
@@ -1043,6 +1124,7 @@ def main(argv=None):
     try:
         overrides, optional = parse_overrides(args.set, list(SKB_ALL))
         grid = parse_grid(args.grid)
+        predict_grid = parse_grid(args.predict_grid, base={})
     except ValueError as exc:
         ap.error(str(exc))
     seeds = args.seeds or (1 if args.quick else 3)
@@ -1124,6 +1206,8 @@ def main(argv=None):
                         data_dir=args.data,
                         fashion_rows=args.fashion_rows,
                         fashion_test_rows=args.fashion_test_rows,
+                        predict_grid=predict_grid if m in SKB_ALL else {},
+                        ood_scores=args.ood_scores,
                     )
                 )
     print(
@@ -1134,18 +1218,20 @@ def main(argv=None):
     results = []
     saved_sweep = dict(candidates={m: list(cs) for m, cs in cands.items()}, default_of=default_of) if args.sweep else {}
     with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        for r in pool.map(run_job, jobs):
-            results.append(r)
+        for rs in pool.map(run_job, jobs):
+            results += rs
             if args.json:  # saved as they come, so that an interrupted run keeps what it measured
                 with open(args.json, "w") as fh:
                     json.dump(dict(command=cmd, results=results, sweep=saved_sweep), fh, indent=1, default=str)
+            r = rs[0]
+            problems = sorted({p for x in rs for p in x["problems"]})
             print(
                 f"  done {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: "
-                f"fit {r.get('fit_s', math.nan):.1f} s" + (f"  PROBLEM {r['problems']}" if r["problems"] else ""),
+                f"fit {r.get('fit_s', math.nan):.1f} s" + (f"  PROBLEM {problems}" if problems else ""),
                 file=sys.stderr,
                 flush=True,
             )
-    shown = list(dict.fromkeys(v[0] for v in variants))
+    shown = list(dict.fromkeys(r["variant"] for r in results))
     print(f"\n## Results (mean ± std error over {seeds} seeds; best in bold; (!) see below)")
     report(results, shown, tasks, datasets)
     if not args.sweep:
