@@ -690,8 +690,9 @@ def run_job(job):
         if getattr(model, "diverged_", False):
             out["problems"].append("diverged")
         settings = [("", {})] + prediction_settings(model, job.get("predict_grid"))
+        base = dict(out)  # the fit's fields, before any scores
         for suffix, params in settings:
-            res = out if not suffix else dict(out, variant=out["variant"] + suffix, problems=list(out["problems"]))
+            res = out if not suffix else dict(base, variant=base["variant"] + suffix, problems=list(base["problems"]))
             if suffix:
                 model.set_params(**params)
                 results.append(res)
