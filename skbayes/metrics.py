@@ -449,12 +449,11 @@ def area_under_risk_coverage(y_true: ArrayLike, proba: ArrayLike, *, labels: Arr
     """Area under the risk-coverage curve (AURC): the selective risk averaged over coverages.
 
     The mean over ``k = 1..n`` of the error rate of the ``k`` rows with the highest
-    top-class probability (the risk-coverage curve of Geifman and El-Yaniv, 2017; lower is
-    better). It is the
-    error rate when confidence carries no information about errors, and smaller the
-    more the errors sit among the least confident rows. Rows of equal confidence are
-    taken in every order with equal probability: the value is the expectation over
-    those orders, so it does not depend on the order of the rows.
+    top-class probability (the risk-coverage curve of Geifman and El-Yaniv, 2017; lower
+    is better). It is the error rate when confidence carries no information about
+    errors, and smaller the more the errors sit among the least confident rows. Rows of
+    equal confidence are taken in every order with equal probability: the value is the
+    expectation over those orders, so it does not depend on the order of the rows.
 
     Parameters
     ----------
