@@ -6,9 +6,12 @@ logistic regression (``hidden_layer_sizes=()``), both trained by SLANG, are
 compared with scikit-learn's LogisticRegression and MLPClassifier on a
 stratified held-out split of ``load_breast_cancer``. Every model standardises
 its inputs in a Pipeline. For each model the script prints the test accuracy,
-the log-loss and the expected calibration error (ECE: 15 equal-width bins on
+the log-loss, the expected calibration error (ECE: 15 equal-width bins on
 the confidence of the predicted class, the bins' ``|accuracy - confidence|``
-weighted by their share of test points), and draws a reliability diagram.
+weighted by their share of test points) and the area under the risk-coverage
+curve (AURC: the error rate among the most confident test points, averaged over
+how many of them the model answers; lower is better), and draws a reliability
+diagram.
 
 With a couple of hundred test points, almost all of them in the top bin,
 most bins hold a handful of points: ECE differences of about 0.01 between
@@ -36,11 +39,11 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn.metrics import accuracy_score, log_loss  # noqa: E402
 from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.neural_network import MLPClassifier  # noqa: E402
-from sklearn.pipeline import make_pipeline  # noqa: E402
 from sklearn.preprocessing import StandardScaler  # noqa: E402
 
 from skbayes import SLANGClassifier  # noqa: E402
-from skbayes.metrics import expected_calibration_error  # noqa: E402
+from skbayes.metrics import area_under_risk_coverage, expected_calibration_error  # noqa: E402
+from skbayes.pipeline import make_pipeline  # noqa: E402
 
 N_BINS = 15
 
@@ -83,7 +86,7 @@ def main(argv=None):
         "MLPClassifier (50,)": MLPClassifier(hidden_layer_sizes=(50,), max_iter=2000, random_state=0),
     }
     print(f"breast_cancer: {len(y_train)} train / {len(y_test)} test points, {X_train.shape[1]} features")
-    print(f"{'model':<22}{'accuracy':>9}{'log-loss':>10}{'ECE':>8}{'time':>8}")
+    print(f"{'model':<22}{'accuracy':>9}{'log-loss':>10}{'ECE':>8}{'AURC':>8}{'time':>8}")
     results = {}
     for name, est in models.items():
         pipe = make_pipeline(StandardScaler(), est)
@@ -98,12 +101,13 @@ def main(argv=None):
         results[name] = (conf, acc, count, ece)
         print(
             f"{name:<22}{accuracy_score(y_test, proba.argmax(1)):>9.4f}"
-            f"{log_loss(y_test, proba):>10.4f}{ece:>8.4f}{elapsed:>7.1f}s"
+            f"{log_loss(y_test, proba):>10.4f}{ece:>8.4f}"
+            f"{area_under_risk_coverage(y_test, proba, labels=pipe.classes_):>8.4f}{elapsed:>7.1f}s"
         )
         if isinstance(est, SLANGClassifier):
             # Spread of the predicted probability over the posterior: larger on the
-            # mistakes. A Pipeline does not forward predict_std, so transform first.
-            std = pipe[-1].predict_std(pipe[:-1].transform(X_test))[:, 1]
+            # mistakes (skbayes.pipeline's Pipeline forwards predict_std).
+            std = pipe.predict_std(X_test)[:, 1]
             wrong = proba.argmax(1) != y_test
             print(
                 f"{'':<4}posterior std of P(benign): {std[~wrong].mean():.4f} on correct, "
