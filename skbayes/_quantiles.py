@@ -147,3 +147,58 @@ class PredictIntervalMixin:
         """
         y_q = self.predict_quantiles(X, interval_probabilities(check_level(level)))
         return y_q[..., 0], y_q[..., 1]
+
+
+def gaussian_mixture_quantiles(means: np.ndarray, sds: np.ndarray, weights: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """Quantiles of weighted Gaussian mixtures with their own standard deviations.
+
+    The mixture of a point is ``sum_c weights[c] N(means[c], sds[c]^2)``; the bracket
+    ``[min_c (means_c + sds_c z_p), max_c (means_c + sds_c z_p)]`` holds the one root of
+    ``F(x) = p`` (at its left end every component's distribution function is at most ``p``,
+    at its right end at least ``p``), and the root is found as in :func:`mixture_quantiles`.
+
+    Parameters
+    ----------
+    means : ndarray of shape (C, ...)
+        The components' means, ``C`` per point.
+    sds : ndarray broadcastable to ``means``
+        The components' standard deviations, positive.
+    weights : ndarray of shape (C,)
+        The components' weights, non-negative, summing to one.
+    q : ndarray of shape (P,)
+        Probabilities in (0, 1).
+
+    Returns
+    -------
+    x : ndarray of shape ``means.shape[1:] + (P,)``
+        ``F^{-1}(q)`` of each point's mixture, to ``QUANTILE_TOL`` times its smallest
+        component standard deviation.
+    """
+    mu = np.asarray(means, dtype=np.float64)
+    sd = np.broadcast_to(np.asarray(sds, dtype=np.float64), mu.shape)
+    w = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * (mu.ndim - 1))
+    mean = (w * mu).sum(0)
+    std = np.sqrt((w * (sd * sd + (mu - mean) ** 2)).sum(0))  # the mixture's moments
+    tol = QUANTILE_TOL * sd.min(0)
+    out = []
+    for p in np.asarray(q, dtype=np.float64).reshape(-1):
+        z = float(norm.ppf(p))
+        ends = mu + sd * z
+        lo, hi = ends.min(0), ends.max(0)
+        x = np.clip(mean + std * z, lo, hi)
+        for _ in range(QUANTILE_MAX_ITER):
+            u = (x[None] - mu) / sd
+            F = (w * norm.cdf(u)).sum(0) - p
+            dens = (w * norm.pdf(u) / sd).sum(0)
+            below = F < 0.0
+            lo, hi = np.where(below, x, lo), np.where(below, hi, x)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                new = x - F / dens
+            outside = ~((new >= lo) & (new <= hi))  # also NaN: a vanishing density between components
+            new = np.where(outside, 0.5 * (lo + hi), new)
+            converged = bool(np.all((np.abs(new - x) <= tol) | ((hi - lo) <= tol)))
+            x = new
+            if converged:
+                break
+        out.append(x)
+    return np.stack(out, -1)

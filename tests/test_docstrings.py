@@ -1,7 +1,7 @@
 """numpydoc's validator over every public class, method, property and function.
 
 Like scikit-learn's own ``sklearn/tests/test_docstrings.py``: the objects are the
-public names of ``skbayes``, ``skbayes.posteriors``, ``skbayes.metrics``, ``skbayes.pipeline`` and
+public names of ``skbayes``, ``skbayes.posteriors``, ``skbayes.metrics``, ``skbayes.pipeline``, ``skbayes.ensemble`` and
 ``skbayes.exceptions``, and every public method or property that skbayes itself
 defines on those classes (methods inherited from scikit-learn, torch or ``object``
 are theirs to document). Ignored checks, and why:
@@ -23,7 +23,14 @@ import pytest
 numpydoc_validate = pytest.importorskip("numpydoc.validate")
 
 IGNORED = {"GL01", "GL02", "ES01", "SA01", "EX01", "RT02"}
-MODULES = ("skbayes", "skbayes.posteriors", "skbayes.metrics", "skbayes.exceptions", "skbayes.pipeline")
+MODULES = (
+    "skbayes",
+    "skbayes.posteriors",
+    "skbayes.metrics",
+    "skbayes.exceptions",
+    "skbayes.pipeline",
+    "skbayes.ensemble",
+)
 
 
 def _public_names(module):
