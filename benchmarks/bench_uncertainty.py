@@ -120,6 +120,7 @@ Run:  python benchmarks/bench_uncertainty.py --quick          (smoke run: digits
       python benchmarks/bench_uncertainty.py --seeds 2        (every task, data set and method)
 Options: --tasks ood,shift,selective,regression  --datasets digits,fashion,diabetes
          --methods slang,kfac,mlp,ensemble  --seeds 3  --jobs 2  --json out.json
+         --methods ens_kfac,ens_vogn   (skbayes.ensemble: 5 posteriors of the method, from 5 seeds)
          --set slang.kl_weight=0.1  --set '*.predictive="glm"'   (as benchmarks/_harness.py)
          --set '*.device="cuda"' --fashion-rows 60000   (skbayes on a GPU; the peers stay on the CPU)
          --predict-grid predictive=sampled,glm --ood-scores
@@ -159,6 +160,10 @@ SKB = ("slang", "vogn", "vadam", "bbb", "mcdropout", "kfac", "ekfac")
 SKB += tuple(m for m in REGISTRY_METHODS if m not in SKB)
 SKB_ALL = SKB + ("vprop",)
 PEERS = ("mlp", "ensemble", "logreg", "bayesridge", "gp", "laplace_ll", "laplace_kron")
+#: skbayes.ensemble's mixtures of 5 posteriors of one method ("ens_kfac": 5 noisy K-FAC fits); not
+#: in a default run (each costs five of its member's fits): name them with --methods.
+ENS_MEMBERS = 5
+ENS = tuple("ens_" + m for m in SKB)
 CLF_ONLY, REG_ONLY = ("logreg",), ("bayesridge", "gp")
 LABEL = dict(
     SKB_LABEL,
@@ -170,6 +175,7 @@ LABEL = dict(
     laplace_ll="Laplace last-layer",
     laplace_kron="Laplace KFAC (all)",
 )
+LABEL.update({e: f"{ENS_MEMBERS} x {LABEL[e[4:]]}" for e in ENS})
 IMAGE = ("digits", "fashion")
 TABULAR_CLF = ("breast_cancer", "wine")
 SUITE_REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
@@ -459,6 +465,12 @@ class TorchLaplace:
 def make_model(job, task, n_features):
     m, hidden, seed = job["method"], job["hidden"], job["seed"]
     budget = network_budget(job)
+    if m in ENS:  # a mixture of posteriors of the method, the members as that method's rows
+        from skbayes.ensemble import PosteriorEnsembleClassifier, PosteriorEnsembleRegressor
+
+        member = make_model(dict(job, method=m[4:]), task, n_features)
+        cls = PosteriorEnsembleRegressor if task == "reg" else PosteriorEnsembleClassifier
+        return cls(member, n_members=ENS_MEMBERS, random_state=seed)
     if m in SKB_ALL:
         import skbayes
 
@@ -498,6 +510,14 @@ def predictive_mixture(model):
     prediction alone (``get_params`` costs a skbayes estimator about 0.3 ms)."""
     if hasattr(model, "predict_mixture"):
         return model.predict_mixture
+    if hasattr(model, "estimators_") and hasattr(model, "predict_quantiles"):  # a PosteriorEnsembleRegressor
+        parts = [predictive_mixture(m) for m in model.estimators_]
+
+        def pooled(X):  # its members' mixtures, pooled: every member has as many components
+            mus, sds = zip(*[part(X) for part in parts], strict=True)
+            return np.concatenate(mus), np.concatenate(sds)
+
+        return pooled
     if hasattr(model, "sample_outputs") and model.get_params().get("predictive", "sampled") == "sampled":
 
         def sampled(X):
@@ -823,7 +843,7 @@ def targets(results):
         print(f"- {'met' if ok else 'NOT met'}: {text}")
 
     print("\n## Targets (issue 23; means over the seeds run)\n")
-    skb = [m for m in SKB_ALL if any(r["method"] == m and r["variant"] == LABEL[m] for r in results)]
+    skb = [m for m in SKB_ALL + ENS if any(r["method"] == m and r["variant"] == LABEL[m] for r in results)]
     dsets = sorted({r["dataset"] for r in results}, key=(DATASETS + HELDOUT).index)
     for d in [d for d in dsets if d in IMAGE]:
         if have(d, "ood", "ensemble") and skb:
@@ -1141,8 +1161,8 @@ def main(argv=None):
     default_methods = SKB if args.sweep else SKB + PEERS
     methods = [m for m in (args.methods.split(",") if args.methods else default_methods) if m]
     for m in methods:
-        if m not in SKB_ALL + PEERS:
-            ap.error(f"unknown method {m!r}; choose from {list(SKB_ALL + PEERS)}")
+        if m not in SKB_ALL + PEERS + ENS:
+            ap.error(f"unknown method {m!r}; choose from {list(SKB_ALL + PEERS)} or 'ens_' + a skbayes method")
     try:
         overrides, optional = parse_overrides(args.set, list(SKB_ALL))
         grid = parse_grid(args.grid)
