@@ -1033,7 +1033,7 @@ def sweep_candidates(methods, grid):
     X, y = make_classification(n_samples=40, n_features=4, random_state=0)
     cands, default_of, skipped = {}, {}, []
     for m in methods:
-        stem, extra = SKB_METHODS[m]
+        stem, extra = SKB_METHODS[m[4:] if m in ENS else m]  # ens_m: the grid sets its members' parameters
         cls = getattr(skbayes, stem + "Classifier")
         defaults = cls().get_params()
         names = [k for k in grid if k in defaults]
@@ -1215,7 +1215,7 @@ def main(argv=None):
 
     variants = []  # (variant label, method, overrides)
     if args.sweep:
-        cands, default_of, skipped = sweep_candidates([m for m in methods if m in SKB_ALL], grid)
+        cands, default_of, skipped = sweep_candidates([m for m in methods if m in SKB_ALL + ENS], grid)
         print(f"sweep grid: {grid}")
         for s in skipped:
             print(f"  sweep: {s}")
@@ -1224,7 +1224,7 @@ def main(argv=None):
                 variants.append((label, m, dict(overrides.get(m, {}), **params)))
     else:
         for m in methods:
-            variants.append((LABEL[m], m, overrides.get(m, {})))
+            variants.append((LABEL[m], m, overrides.get(m[4:] if m in ENS else m, {})))  # ens_m: m's
 
     jobs = []
     for d, fit in fits:

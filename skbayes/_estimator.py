@@ -1705,16 +1705,19 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
         return out
 
     @_scoped_threads
-    def _predictive_components(self, X: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    def _predictive_components(self, X: ArrayLike, n_samples: int | None = None) -> tuple[np.ndarray, np.ndarray]:
         """The predictive of every row as Gaussian components, in the units of ``y``: means
         ``(C, n)`` (``(C, n, k)`` after a fit on a 2-D ``y``) and standard deviations that
         broadcast against them. The linearised predictive is one Gaussian (``C = 1``); the
         sampled one the mixture over the draws that :meth:`predict`, :meth:`predict_quantiles`
-        and :meth:`log_likelihood` average, with the learned noise."""
+        and :meth:`log_likelihood` average (``n_samples`` of them; None: ``predict_samples``),
+        with the learned noise."""
         if self._uses_glm():
             mean, std = cast("tuple[np.ndarray, np.ndarray]", self.predict(X, return_std=True))
             return np.asarray(mean)[None], np.asarray(std)[None]
-        (f,) = self._predict_rows(X, lambda f: (f.transpose(0, 1),))  # (n, S, k), rows first
+        if n_samples is not None:
+            validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
+        (f,) = self._predict_rows(X, lambda f: (f.transpose(0, 1),), n_samples=n_samples)  # (n, S, k)
         mu = self._output_units(np.moveaxis(np.asarray(f, dtype=np.float64), 1, 0))  # (S, n, k)
         self._check_finite("network outputs (in the units of y)", mu)
         return (mu if self._is_multi() else mu[..., 0]), np.asarray(self.noise_std_, dtype=np.float64)

@@ -146,13 +146,13 @@ class PosteriorEnsembleRegressor(PredictIntervalMixin, RegressorMixin, _Posterio
         The estimator that was cloned (``estimator``, or the default).
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features seen during fit, when ``X`` has string column names.
 
     See Also
     --------
     PosteriorEnsembleClassifier : The classifier.
-    NoisyKFACRegressor : The default member.
+    skbayes.NoisyKFACRegressor : The default member.
 
     Notes
     -----
@@ -263,13 +263,13 @@ class PosteriorEnsembleRegressor(PredictIntervalMixin, RegressorMixin, _Posterio
         """
         return self.predict(X, return_std=True)[1]
 
-    def _components(self, X: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _components(self, X: np.ndarray, n_samples: int | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The mixture's Gaussian components: means and standard deviations of shape
         (C, n) or (C, n, k) in the units of ``y``, and their weights (C,)."""
         mus, sds, ws = [], [], []
         for m in self.estimators_:
             if isinstance(m, BayesianNetworkRegressor):  # the draws its own predictions use
-                mu, sd = m._predictive_components(X)
+                mu, sd = m._predictive_components(X, n_samples=n_samples)
             else:  # one Gaussian per point
                 mean, std = m.predict(X, return_std=True)
                 mu, sd = np.asarray(mean, dtype=np.float64)[None], np.asarray(std, dtype=np.float64)[None]
@@ -302,7 +302,7 @@ class PosteriorEnsembleRegressor(PredictIntervalMixin, RegressorMixin, _Posterio
         mu, sd, w = self._components(self._check_X(X))
         return gaussian_mixture_quantiles(mu, sd, w, q)
 
-    def log_likelihood(self, X: ArrayLike, y: ArrayLike) -> float:
+    def log_likelihood(self, X: ArrayLike, y: ArrayLike, n_samples: int | None = None) -> float:
         """Mean per-point log density of ``y`` under the mixture.
 
         ``log (1 / K) sum_k p_k(y_i | x_i)``, averaged over the rows; after a fit on a
@@ -314,13 +314,16 @@ class PosteriorEnsembleRegressor(PredictIntervalMixin, RegressorMixin, _Posterio
             Inputs.
         y : array-like of shape (n_rows,) or (n_rows, n_targets)
             Observed targets (the shape of ``y`` at fit time).
+        n_samples : int, default=None
+            Weight samples of each member with a sampled predictive; None uses their
+            ``predict_samples``. Members with a Gaussian predictive ignore it.
 
         Returns
         -------
         log_likelihood : float
             Mean over the rows of the log predictive density (higher is better).
         """
-        mu, sd, w = self._components(self._check_X(X))
+        mu, sd, w = self._components(self._check_X(X), n_samples=n_samples)
         multi = mu.ndim == 3
         y_arr = check_array(y, ensure_2d=multi, dtype=np.float64)
         if not multi:
@@ -400,13 +403,13 @@ class PosteriorEnsembleClassifier(ClassifierMixin, _PosteriorEnsemble):
         Class labels.
     n_features_in_ : int
         Number of features seen during fit.
-    feature_names_in_ : ndarray of shape (n_features_in_,)
+    feature_names_in_ : ndarray of shape (`n_features_in_`,)
         Names of the features seen during fit, when ``X`` has string column names.
 
     See Also
     --------
     PosteriorEnsembleRegressor : The regressor.
-    NoisyKFACClassifier : The default member.
+    skbayes.NoisyKFACClassifier : The default member.
 
     References
     ----------

@@ -259,6 +259,17 @@ def test_regressor_in_a_pipeline(diabetes):
     )
     lower, upper = pipe.fit(X, y).predict_interval(X[:5])
     assert np.all(lower < upper)
+    ens = pipe[-1]
+    Xs = pipe[0].transform(X[:40])
+    assert pipe.log_likelihood(X[:40], y[:40]) == ens.log_likelihood(Xs, y[:40])
+    # n_samples: the members' sampled predictives with that many draws, against one member alone
+    one = PosteriorEnsembleRegressor(NoisyKFACRegressor(**_FAST), n_members=1, random_state=0).fit(Xs, y[:40])
+    np.testing.assert_allclose(
+        one.log_likelihood(Xs, y[:40], n_samples=7),
+        one.estimators_[0].log_likelihood(Xs, y[:40], n_samples=7),
+        rtol=1e-12,
+    )
+    assert one.log_likelihood(Xs, y[:40], n_samples=7) != one.log_likelihood(Xs, y[:40])
 
 
 @pytest.mark.parametrize(
