@@ -27,6 +27,7 @@ from numpy.typing import ArrayLike
 from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, RegressorMixin, clone
 from sklearn.utils import check_array, check_random_state, column_or_1d
+from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -44,6 +45,18 @@ def _has(*methods: str) -> Check:
         lambda est: all(callable(getattr(est, m, None)) for m in methods) and hasattr(est, "get_params"),
         "an estimator with " + ", ".join(methods),
     )
+
+
+def _members_have(method: str) -> Any:
+    """For ``available_if``: the fitted members (or, before the fit, the estimator) have ``method``."""
+
+    def check(ens: _PosteriorEnsemble) -> bool:
+        if hasattr(ens, "estimators_"):
+            return all(hasattr(m, method) for m in ens.estimators_)
+        est = ens.estimator if ens.estimator is not None else ens._default_estimator()
+        return hasattr(est, method)
+
+    return check
 
 
 def _fit_member(
@@ -109,6 +122,47 @@ class _PosteriorEnsemble(MetaEstimatorMixin, BaseEstimator):
     def _check_X(self, X: ArrayLike) -> np.ndarray:
         check_is_fitted(self, "estimators_")
         return validate_data(self, X, reset=False)
+
+    @available_if(_members_have("sample_outputs"))
+    def sample_outputs(self, X: ArrayLike, n_samples: int | None = None, random_state: Any = None) -> np.ndarray:
+        """Network outputs under weight samples of the members' posteriors, pooled.
+
+        Member by member: ``n_samples // K`` draws from each (one more from each of the
+        first ``n_samples % K``), the members' outputs stacked in their order.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_rows, n_features)
+            Inputs.
+        n_samples : int, default=None
+            Total number of draws; None pools every member's own ``sample_outputs(X)``
+            (its ``predict_samples`` draws).
+        random_state : int, RandomState instance or None, default=None
+            Seeds the members' draws; None gives the samples their prediction methods
+            use, so the result is deterministic.
+
+        Returns
+        -------
+        outputs : ndarray of shape (n_samples, n_rows, n_outputs)
+            The members' ``sample_outputs``, stacked.
+        """
+        validate_params(
+            type(self).__name__,
+            {"n_samples": n_samples, "random_state": random_state},
+            {"n_samples": [Interval(numbers.Integral, 1, None, closed="left"), NONE], "random_state": [RANDOM_STATE]},
+        )
+        X_arr = self._check_X(X)
+        K = len(self.estimators_)
+        counts: list[int | None] = [None] * K
+        if n_samples is not None:
+            counts = [int(n_samples) // K + (k < int(n_samples) % K) for k in range(K)]
+        rng = None if random_state is None else check_random_state(random_state)
+        parts = []
+        for m, c in zip(self.estimators_, counts, strict=True):
+            seed = None if rng is None else int(rng.randint(_MAX_SEED))
+            if c != 0:
+                parts.append(m.sample_outputs(X_arr, n_samples=c, random_state=seed))
+        return np.concatenate(parts)
 
 
 class PosteriorEnsembleRegressor(PredictIntervalMixin, RegressorMixin, _PosteriorEnsemble):

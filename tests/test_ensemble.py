@@ -241,6 +241,22 @@ def test_classifier_probabilities_and_their_spread(iris):
     assert log_loss(y, proba) <= np.mean([log_loss(y, m.predict_proba(X)) for m in ens.estimators_]) + 1e-12
 
 
+def test_sample_outputs_pool_the_members(iris):
+    X, y = iris
+    ens = PosteriorEnsembleClassifier(NoisyKFACClassifier(**_FAST), n_members=3, random_state=0).fit(X, y)
+    pooled = ens.sample_outputs(X[:4])
+    np.testing.assert_array_equal(pooled, np.concatenate([m.sample_outputs(X[:4]) for m in ens.estimators_]))
+    assert ens.sample_outputs(X[:4], n_samples=7, random_state=1).shape == (7, 4, 3)
+    np.testing.assert_array_equal(
+        ens.sample_outputs(X[:4], n_samples=7, random_state=1), ens.sample_outputs(X[:4], n_samples=7, random_state=1)
+    )
+    with pytest.raises(InvalidParameterError, match="n_samples"):
+        ens.sample_outputs(X[:4], n_samples=0)
+    from sklearn.svm import SVC
+
+    assert not hasattr(PosteriorEnsembleClassifier(SVC()), "sample_outputs")  # members without it: no method
+
+
 def test_classifier_string_labels_and_pipeline(iris):
     X, y = iris
     labels = np.array(["setosa", "versicolor", "virginica"])[y]
