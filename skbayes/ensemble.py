@@ -178,7 +178,7 @@ class PosteriorEnsembleRegressor(PredictIntervalMixin, RegressorMixin, _Posterio
     Parameters
     ----------
     estimator : estimator instance, default=None
-        The member to clone: a skbayes regressor, or any regressor with a
+        The member to clone: a skbayes network regressor, or any regressor with a
         ``random_state`` parameter whose ``predict(X, return_std=True)`` is a
         Gaussian predictive (mean and standard deviation). None:
         ``NoisyKFACRegressor()``.
@@ -437,7 +437,7 @@ class PosteriorEnsembleClassifier(ClassifierMixin, _PosteriorEnsemble):
     Parameters
     ----------
     estimator : estimator instance, default=None
-        The member to clone: a skbayes classifier, or any classifier with a
+        The member to clone: a skbayes network classifier, or any classifier with a
         ``random_state`` parameter and ``predict_proba``. None:
         ``NoisyKFACClassifier()``.
     n_members : int, default=5
