@@ -1,14 +1,15 @@
 """Quantiles of the regressors' predictive distributions.
 
 Two predictives occur: a Gaussian per point (the linearised predictive, Bayesian linear
-regression) and a uniform mixture of Gaussians per point, ``(1/S) sum_s N(f_s, sd^2)``
-(the sampled predictive: one component per weight sample, with the learned noise). A
-Gaussian's quantiles are closed-form; a mixture's are the root of its distribution function
-``F(x) = (1/S) sum_s Phi((x - f_s) / sd)``, which :func:`mixture_quantiles` finds by Newton's
+regression) and a mixture of Gaussians per point, ``sum_c w_c N(f_c, sd_c^2)`` (the sampled
+predictive: one component per weight sample with weight ``1 / C``, with the learned noise;
+and a mixture of several estimators' predictives, :mod:`skbayes.ensemble`). A Gaussian's
+quantiles are closed-form; a mixture's are the root of its distribution function
+``F(x) = sum_c w_c Phi((x - f_c) / sd_c)``, which :func:`mixture_quantiles` finds by Newton's
 method safeguarded by bisection (Press et al., *Numerical Recipes*, ``rtsafe``), started at
 the quantile of the Gaussian of the mixture's mean and variance and kept inside the bracket
 
-    [min_s f_s + sd z_p,  max_s f_s + sd z_p],    z_p = Phi^{-1}(p),
+    [min_c (f_c + sd_c z_p),  max_c (f_c + sd_c z_p)],    z_p = Phi^{-1}(p),
 
 inside which ``F(x) = p`` has its one root: at the left end every component's distribution
 function is at most ``p``, at the right end at least ``p``.
@@ -65,46 +66,73 @@ QUANTILE_TOL = 1e-10
 QUANTILE_MAX_ITER = 200
 
 
-def mixture_quantiles(f: Tensor, sd: Tensor | float, q: np.ndarray) -> Tensor:
-    """Quantiles of uniform Gaussian mixtures, one mixture per point.
+def mixture_quantiles(f: Tensor, sd: Tensor | float, q: np.ndarray, weights: Tensor | None = None) -> Tensor:
+    """Quantiles of Gaussian mixtures, one mixture per point.
+
+    The mixture of a point is ``sum_c w_c N(f_c, sd_c^2)``: uniform weights ``1 / C`` and
+    one standard deviation per output for the sampled predictive (one component per
+    weight sample), weighted components with their own standard deviations for a mixture
+    of several estimators' predictives. The bracket
+    ``[min_c (f_c + sd_c z_p), max_c (f_c + sd_c z_p)]`` holds the one root of
+    ``F(x) = p`` (at its left end every component's distribution function is at most
+    ``p``, at its right end at least ``p``).
 
     Parameters
     ----------
-    f : Tensor of shape (S, n, k)
-        The components' means: ``S`` per point and output.
-    sd : float or Tensor of shape (k,)
-        The components' standard deviation (one per output), positive.
+    f : Tensor of shape (C, n) or (C, n, k)
+        The components' means: ``C`` per point (and output).
+    sd : float or Tensor broadcastable to ``f``
+        The components' standard deviations, positive: a number, one per output
+        (shape ``(k,)``), or one per component and point.
     q : ndarray of shape (P,)
         Probabilities in (0, 1).
+    weights : Tensor of shape (C,), default=None
+        The components' weights, non-negative and summing to one; ``None`` for
+        uniform weights.
 
     Returns
     -------
-    x : Tensor of shape (n, k, P)
-        ``F^{-1}(q)`` of each point's mixture ``(1/S) sum_s N(f_s, sd^2)``, to
-        ``QUANTILE_TOL * sd``. One probability at a time, so that the temporaries are
-        a few arrays of the shape of ``f``, whatever the number of probabilities.
+    x : Tensor of shape ``f.shape[1:] + (P,)``
+        ``F^{-1}(q)`` of each point's mixture, to ``QUANTILE_TOL`` times its smallest
+        component standard deviation. One probability at a time, so that the
+        temporaries are a few arrays of the shape of ``f``, whatever the number of
+        probabilities.
     """
     f = f.double()
-    sd_t = torch.as_tensor(sd, dtype=f.dtype, device=f.device).reshape(-1)  # (k,) or (1,)
-    fmin, fmax = f.amin(0), f.amax(0)  # (n, k)
-    mean, std = f.mean(0), torch.sqrt(f.var(0, unbiased=False) + sd_t * sd_t)  # the mixture's moments
+    sd_t = torch.as_tensor(sd, dtype=f.dtype, device=f.device)
+    if weights is None:
+
+        def average(t: Tensor) -> Tensor:
+            return t.mean(0)
+
+    else:
+        w = torch.as_tensor(weights, dtype=f.dtype, device=f.device).reshape((-1,) + (1,) * (f.ndim - 1))
+
+        def average(t: Tensor) -> Tensor:
+            return (t * w).sum(0)
+
+    mean = average(f)
+    std = torch.sqrt(average((f - mean).square_() + sd_t * sd_t))  # the mixture's moments
+    tol = QUANTILE_TOL * (sd_t.amin(0) if sd_t.ndim == f.ndim else sd_t)
     qs = np.asarray(q).reshape(-1)
-    return torch.stack([_mixture_quantile(f, sd_t, float(p), fmin, fmax, mean, std) for p in qs], -1)
+    return torch.stack([_mixture_quantile(f, sd_t, float(p), average, mean, std, tol) for p in qs], -1)
 
 
-def _mixture_quantile(f: Tensor, sd: Tensor, p: float, fmin: Tensor, fmax: Tensor, mean: Tensor, std: Tensor) -> Tensor:
-    """The ``p`` quantile ``(n, k)`` of each mixture of :func:`mixture_quantiles`, from the
-    quantile of the Gaussian of the mixture's mean and standard deviation (clipped into the
-    bracket)."""
+def _mixture_quantile(
+    f: Tensor, sd: Tensor, p: float, average: Callable[[Tensor], Tensor], mean: Tensor, std: Tensor, tol: Tensor
+) -> Tensor:
+    """The ``p`` quantile of each mixture of :func:`mixture_quantiles` (``average`` sums over
+    the components with their weights), from the quantile of the Gaussian of the mixture's
+    mean and standard deviation (clipped into the bracket)."""
     z = float(norm.ppf(p))
-    lo, hi = fmin + sd * z, fmax + sd * z
+    ends = f + sd * z
+    lo, hi = ends.amin(0), ends.amax(0)
+    del ends
     x = torch.minimum(torch.maximum(mean + std * z, lo), hi)
-    tol = QUANTILE_TOL * sd
-    scale = 1.0 / (math.sqrt(2.0 * math.pi) * sd)
     for _ in range(QUANTILE_MAX_ITER):
-        u = (x[None] - f).div_(sd)  # (S, n, k)
-        F = torch.special.ndtr(u).mean(0).sub_(p)
-        dens = u.square_().mul_(-0.5).exp_().mean(0).mul_(scale)
+        u = (x[None] - f).div_(sd)  # (C, n, k)
+        F = average(torch.special.ndtr(u)).sub_(p)
+        dens = average(u.square_().mul_(-0.5).exp_().div_(sd)).div_(math.sqrt(2.0 * math.pi))
         below = F < 0.0
         lo = torch.where(below, x, lo)
         hi = torch.where(below, hi, x)
@@ -147,58 +175,3 @@ class PredictIntervalMixin:
         """
         y_q = self.predict_quantiles(X, interval_probabilities(check_level(level)))
         return y_q[..., 0], y_q[..., 1]
-
-
-def gaussian_mixture_quantiles(means: np.ndarray, sds: np.ndarray, weights: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """Quantiles of weighted Gaussian mixtures with their own standard deviations.
-
-    The mixture of a point is ``sum_c weights[c] N(means[c], sds[c]^2)``; the bracket
-    ``[min_c (means_c + sds_c z_p), max_c (means_c + sds_c z_p)]`` holds the one root of
-    ``F(x) = p`` (at its left end every component's distribution function is at most ``p``,
-    at its right end at least ``p``), and the root is found as in :func:`mixture_quantiles`.
-
-    Parameters
-    ----------
-    means : ndarray of shape (C, ...)
-        The components' means, ``C`` per point.
-    sds : ndarray broadcastable to ``means``
-        The components' standard deviations, positive.
-    weights : ndarray of shape (C,)
-        The components' weights, non-negative, summing to one.
-    q : ndarray of shape (P,)
-        Probabilities in (0, 1).
-
-    Returns
-    -------
-    x : ndarray of shape ``means.shape[1:] + (P,)``
-        ``F^{-1}(q)`` of each point's mixture, to ``QUANTILE_TOL`` times its smallest
-        component standard deviation.
-    """
-    mu = np.asarray(means, dtype=np.float64)
-    sd = np.broadcast_to(np.asarray(sds, dtype=np.float64), mu.shape)
-    w = np.asarray(weights, dtype=np.float64).reshape((-1,) + (1,) * (mu.ndim - 1))
-    mean = (w * mu).sum(0)
-    std = np.sqrt((w * (sd * sd + (mu - mean) ** 2)).sum(0))  # the mixture's moments
-    tol = QUANTILE_TOL * sd.min(0)
-    out = []
-    for p in np.asarray(q, dtype=np.float64).reshape(-1):
-        z = float(norm.ppf(p))
-        ends = mu + sd * z
-        lo, hi = ends.min(0), ends.max(0)
-        x = np.clip(mean + std * z, lo, hi)
-        for _ in range(QUANTILE_MAX_ITER):
-            u = (x[None] - mu) / sd
-            F = (w * norm.cdf(u)).sum(0) - p
-            dens = (w * norm.pdf(u) / sd).sum(0)
-            below = F < 0.0
-            lo, hi = np.where(below, x, lo), np.where(below, hi, x)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                new = x - F / dens
-            outside = ~((new >= lo) & (new <= hi))  # also NaN: a vanishing density between components
-            new = np.where(outside, 0.5 * (lo + hi), new)
-            converged = bool(np.all((np.abs(new - x) <= tol) | ((hi - lo) <= tol)))
-            x = new
-            if converged:
-                break
-        out.append(x)
-    return np.stack(out, -1)

@@ -22,6 +22,7 @@ import numbers
 from typing import Any
 
 import numpy as np
+import torch
 from joblib import Parallel, delayed
 from numpy.typing import ArrayLike
 from scipy.special import logsumexp
@@ -32,7 +33,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ._estimator import BayesianNetworkRegressor
-from ._quantiles import PredictIntervalMixin, check_quantiles, gaussian_mixture_quantiles
+from ._quantiles import PredictIntervalMixin, check_quantiles, mixture_quantiles
 from ._validation import NONE, RANDOM_STATE, Check, Interval, validate_params
 
 __all__ = ["PosteriorEnsembleRegressor", "PosteriorEnsembleClassifier"]
@@ -354,7 +355,8 @@ class PosteriorEnsembleRegressor(PredictIntervalMixin, RegressorMixin, _Posterio
         """
         q = check_quantiles(quantiles)
         mu, sd, w = self._components(self._check_X(X))
-        return gaussian_mixture_quantiles(mu, sd, w, q)
+        x = mixture_quantiles(torch.from_numpy(mu), torch.from_numpy(np.ascontiguousarray(sd)), q, torch.from_numpy(w))
+        return x.numpy()
 
     def log_likelihood(self, X: ArrayLike, y: ArrayLike, n_samples: int | None = None) -> float:
         """Mean per-point log density of ``y`` under the mixture.
