@@ -106,8 +106,8 @@ BBBRegressor.__doc__ = estimator_doc(
     summary="Bayesian neural network regressor trained by Bayes by Backprop.",
     body=_BODY.format(
         face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""
+Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
+vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
     ),
     see_also="""
         BBBClassifier : The classification counterpart.

@@ -103,8 +103,8 @@ MCDropoutRegressor.__doc__ = estimator_doc(
     summary="Neural network regressor with MC dropout.",
     body=_BODY.format(
         face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""
+Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
+vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
     ),
     see_also="""
         MCDropoutClassifier : The classification counterpart.

@@ -239,8 +239,8 @@ NoisyKFACRegressor.__doc__ = estimator_doc(
     summary="Bayesian neural network regressor trained by noisy K-FAC.",
     body=_KFAC_BODY.format(
         face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""
+Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
+vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
     ),
     see_also="""
         NoisyKFACClassifier : The classification counterpart.
@@ -283,8 +283,8 @@ NoisyEKFACRegressor.__doc__ = estimator_doc(
     summary="Bayesian neural network regressor trained by noisy EK-FAC.",
     body=_EKFAC_BODY.format(
         face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default with a ``Gamma(6, 6)`` prior and
-a Gamma variational posterior."""
+Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
+vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
     ),
     see_also="""
         NoisyEKFACClassifier : The classification counterpart.

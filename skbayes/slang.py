@@ -112,9 +112,9 @@ SLANGRegressor.__doc__ = estimator_doc(
     SLANGRegressor,
     summary="Bayesian neural network regressor trained by SLANG.",
     body=_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped
-back. The Gaussian noise precision is learned by default with a
-``Gamma(6, 6)`` prior and a Gamma variational posterior."""
+        face="""Targets are standardised internally; predictions are mapped back. The
+Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
+vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
     ),
     see_also="""
         SLANGClassifier : The classification counterpart.

@@ -130,9 +130,9 @@ VOGNRegressor.__doc__ = estimator_doc(
     VOGNRegressor,
     summary="Bayesian neural network regressor trained by mean-field VOGN.",
     body=_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped
-back. The Gaussian noise precision is learned by default with a ``Gamma(6, 6)``
-prior and a Gamma variational posterior."""
+        face="""Targets are standardised internally; predictions are mapped back. The
+Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
+vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
     ),
     see_also="""
         VOGNClassifier : The classification counterpart.

@@ -85,3 +85,30 @@ def test_docstring(path):
     result = numpydoc_validate.validate(path)
     errors = [f"{code}: {msg}" for code, msg in result["errors"] if code not in IGNORED]
     assert not errors, f"{path}:\n" + "\n".join(errors)
+
+
+def _regressors():
+    import skbayes
+
+    classes = [getattr(skbayes, n) for n in skbayes.__all__ if n.endswith("Regressor")]
+    return [c for c in classes if "noise_prior" in c().get_params()]
+
+
+@pytest.mark.parametrize("cls", _regressors(), ids=lambda c: c.__name__)
+def test_noise_prior_named_in_the_docstring_is_the_default(cls):
+    """A ``Gamma(a, b)`` a sentence about the noise names is the default ``noise_prior``, or is
+    offered as ``noise_prior=(a, b)`` in the same sentence (the docstrings once said
+    ``Gamma(6, 6)`` after the default had become vague)."""
+    import re
+
+    default = tuple(float(v) for v in cls().get_params()["noise_prior"])
+    text = " ".join(inspect.getdoc(cls).split())
+    named = 0
+    for sentence in re.split(r"(?<=\.) ", text):
+        if "noise" not in sentence:
+            continue  # e.g. the hyperprior of prior_precision='auto'
+        for a, b in re.findall(r"``Gamma\(([0-9.e-]+), ([0-9.e-]+)\)``", sentence):
+            named += 1
+            offered = f"noise_prior=({a}, {b})" in sentence
+            assert (float(a), float(b)) == default or offered, f"{cls.__name__}: {sentence!r}"
+    assert "noise_prior" in text and named <= 2

@@ -80,7 +80,7 @@ FIRST_ORDER_DOCS = {
         "'auto' or float",
         """
         Precision of the Gaussian observation noise in the units of ``y``.
-        'auto' learns it: ``Gamma(6, 6)`` prior on the standardised scale and a
+        'auto' learns it: the Gamma prior ``noise_prior`` on the standardised scale and a
         Gamma variational posterior updated after every step by the conjugate
         natural-gradient (SVI) step of size 0.05, as in the Kronecker-factored
         estimators. A float fixes it.""",

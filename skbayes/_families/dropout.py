@@ -84,7 +84,7 @@ class DropoutFamily(PosteriorFamily[DropoutPosterior]):
             "'auto' or float",
             """
             Precision of the Gaussian observation noise in the units of ``y``.
-            'auto' learns it: ``Gamma(6, 6)`` prior on the standardised scale and a
+            'auto' learns it: the Gamma prior ``noise_prior`` on the standardised scale and a
             Gamma variational posterior, given the dropout predictive, updated after
             every step by the conjugate natural-gradient (SVI) step of size 0.05, as
             in the Kronecker-factored estimators. A float fixes it.""",

@@ -202,8 +202,9 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
             "'auto' or float",
             """
             Precision of the Gaussian observation noise in the units of ``y``. 'auto'
-            learns it with a ``Gamma(6, 6)`` prior (standardised scale) and a Gamma
-            variational posterior, as in the noisy EK-FAC paper's UCI experiments.""",
+            learns it with the Gamma prior ``noise_prior`` (standardised scale) and a
+            Gamma variational posterior, as in the noisy EK-FAC paper's UCI experiments
+            (whose prior, ``Gamma(6, 6)``, is ``noise_prior=(6, 6)``).""",
         ),
         "verbose": E(
             "bool",

@@ -127,7 +127,7 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
             "'auto' or float",
             """
             Precision of the Gaussian observation noise, in the units of ``y``
-            (1 / noise variance). 'auto' learns it (``Gamma(6, 6)`` prior on the
+            (1 / noise variance). 'auto' learns it (the Gamma prior ``noise_prior`` on the
             standardised scale, variational Gamma posterior updated after every
             step by a natural-gradient step of size 0.05, as for noisy K-FAC); a
             float fixes it.""",
