@@ -8,8 +8,8 @@ seed 0). The eigenvectors of the training inputs' second-moment matrix ``A = X^T
 - how many directions it has;
 - the fraction of the shift's perturbation energy that lies in them (the standardised
   severity-1 test images minus the clean ones, ``sum ((x' - x)^T q)^2`` over the rows);
-- for ``MLPClassifier`` and ``NoisyKFACClassifier`` at their defaults (and any estimator
-  given by ``--set``): the first layer's weight energy per direction, ``sum_j (w_j^T q)^2``
+- for ``MLPClassifier`` and ``NoisyKFACClassifier`` at their defaults (and a second noisy
+  K-FAC with the parameters given by ``--set``): the first layer's weight energy per direction, ``sum_j (w_j^T q)^2``
   over its hidden units ``j`` averaged over the group's directions, divided by the same
   average over the group of the largest eigenvalues. A preconditioner that whitens the
   inputs (the natural gradient's ``A^{-1}``) moves the weights along every direction at the
