@@ -41,13 +41,14 @@ import skbayes
 EDGES = (1e-3, 1e-2, 1e-1, 1.0, 10.0, np.inf)
 
 
-def group_means(values, lam):
-    """Mean of ``values`` over the directions of each eigenvalue group (nan for an empty one)."""
-    out = []
-    for lo, hi in zip(EDGES[:-1], EDGES[1:], strict=True):
-        sel = (lam >= lo) & (lam < hi)
-        out.append(float(values[sel].mean()) if sel.any() else float("nan"))
-    return np.array(out)
+def group_masks(lam):
+    """One boolean mask over the directions per eigenvalue group ``[EDGES[i], EDGES[i + 1])``."""
+    return [(lam >= lo) & (lam < hi) for lo, hi in zip(EDGES[:-1], EDGES[1:], strict=True)]
+
+
+def group_means(values, masks):
+    """Mean of ``values`` over the directions of each group (nan for an empty one)."""
+    return np.array([float(values[m].mean()) if m.any() else float("nan") for m in masks])
 
 
 def main(argv=None):
@@ -71,9 +72,10 @@ def main(argv=None):
     X, y = d["Xtr"], d["ytr"]
     lam, Q = np.linalg.eigh(X.T @ X / len(X))
     shift = ((d["tests"][1] - d["tests"][0]) @ Q) ** 2
-    shift_share = np.array([shift.sum(0)[(lam >= lo) & (lam < hi)].sum() for lo, hi in zip(EDGES[:-1], EDGES[1:])])
+    masks = group_masks(lam)
+    shift_share = np.array([shift.sum(0)[m].sum() for m in masks])
     shift_share /= shift_share.sum()
-    counts = [int(((lam >= lo) & (lam < hi)).sum()) for lo, hi in zip(EDGES[:-1], EDGES[1:])]
+    counts = [int(m.sum()) for m in masks]
 
     budget = dict(hidden_layer_sizes=(100,), max_iter=5, batch_size=200, random_state=0)
     models = {"MLPClassifier": MLPClassifier(**budget)}
@@ -92,7 +94,7 @@ def main(argv=None):
             W = model.coefs_[0].T
         else:
             W = next(model.module_.parameters()).detach().double().cpu().numpy()
-        energy = group_means(((W @ Q) ** 2).sum(0), lam)
+        energy = group_means(((W @ Q) ** 2).sum(0), masks)
         rows[name] = energy / energy[-1]
         s = [name, f"{np.sqrt((W**2).mean()):.3f}", f"{fit_s:.1f}"]
         for sev in (0, 1):
