@@ -66,7 +66,7 @@ class BBBRegressor(BayesianNetworkRegressor):
 class BBBClassifier(BayesianNetworkClassifier):
     _family = BBBFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 0.3), "predictive": ("glm", "glm"), "learning_rate": ADAM_AUTO_LEARNING_RATE}
+    _auto_by_size = {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm"), "learning_rate": ADAM_AUTO_LEARNING_RATE}
 
     def __init__(
         self,

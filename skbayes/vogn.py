@@ -86,8 +86,10 @@ class VOGNClassifier(BayesianNetworkClassifier):
     rank = 0
     _fixed_params = ("rank",)
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
-    #: the tempered posterior with the GLM predictive, with the step decay; docs/uncertainty.md).
-    _auto_by_size = {"kl_weight": (0.3, 1.0), "predictive": ("glm", "glm")}
+    #: the tempered posterior with the GLM predictive, with the step decay; large networks: the
+    #: tempered posterior with the sampled predictive, on images scaled as a whole;
+    #: docs/uncertainty.md).
+    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("glm", "sampled")}
 
     def __init__(
         self,

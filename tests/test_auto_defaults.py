@@ -73,19 +73,21 @@ def test_protocol_values_differ_by_size_where_documented():
     """The classifiers whose defaults the image group changed: small and large values differ
     (noisy EK-FAC's predictive is GLM on both sides since the small group's run at 1000 samples,
     SLANG's and VOGN's since the small group's runs with the step decay; their temperatures
-    differ by size; noisy K-FAC's small networks take GLM since its run with the step decay)."""
+    differ by size; noisy K-FAC's small networks take GLM since its run with the step decay;
+    VOGN's large networks take the sampled predictive since the image group's run on images
+    scaled as a whole)."""
     changed = {
         e.estimator.__name__
         for e in all_estimators(network=True)
         if "kl_weight" in e.estimator().get_params()
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
-    assert changed == {"VadamClassifier", "NoisyKFACClassifier"}
+    assert changed == {"VadamClassifier", "NoisyKFACClassifier", "VOGNClassifier"}
     assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (0.1, 0.01)
     assert SLANGClassifier._auto_by_size == {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
-    assert VOGNClassifier._auto_by_size == {"kl_weight": (0.3, 1.0), "predictive": ("glm", "glm")}
+    assert VOGNClassifier._auto_by_size == {"kl_weight": (0.3, 0.3), "predictive": ("glm", "sampled")}
     assert NoisyKFACClassifier._auto_by_size == {"kl_weight": (0.3, 1.0), "predictive": ("glm", "sampled")}
-    assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 0.3)
+    assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 1.0)
 
 
 @pytest.mark.parametrize("Est", TEMPERED, ids=lambda e: e.__name__)
