@@ -72,10 +72,10 @@ def test_auto_equals_the_value_it_stands_for(Est, hidden):
 def test_protocol_values_differ_by_size_where_documented():
     """The classifiers whose defaults the image group changed: small and large values differ
     (noisy EK-FAC's predictive is GLM on both sides since the small group's run at 1000 samples,
-    SLANG's and VOGN's since the small group's runs with the step decay; their temperatures
-    differ by size; noisy K-FAC's small networks take GLM since its run with the step decay;
-    VOGN's large networks take the sampled predictive since the image group's run on images
-    scaled as a whole)."""
+    SLANG's since the small group's run with the step decay, their temperatures differing by
+    size; noisy K-FAC's small networks take GLM since its run with the step decay; VOGN's small
+    networks take GLM since its run with the step decay, its large ones the sampled predictive
+    since the image group's run on images scaled as a whole)."""
     changed = {
         e.estimator.__name__
         for e in all_estimators(network=True)
