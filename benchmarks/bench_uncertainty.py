@@ -52,7 +52,8 @@ Fashion-MNIST's images are standardised with one mean and one standard deviation
 pixels, as the method guide advises; ``--image-scaling pixel`` standardises each pixel on its
 own (StandardScaler) instead, which turns the noise on pixels that hardly vary in training
 into values of many standard deviations and weakens the single MLP out of distribution.
-Digits keep the per-pixel StandardScaler of the small classification group.
+Digits keep the per-pixel StandardScaler of the small classification group
+(``--digits-scaling global`` scales them as a whole).
 
 Networks: one hidden layer of 50 units on the tabular sets and digits (skbayes'
 default); 784-100-``n_classes`` on Fashion-MNIST (a CPU-sized net; ``--fashion-hidden``),
@@ -126,6 +127,7 @@ Options: --tasks ood,shift,selective,regression  --datasets digits,fashion,diabe
          --set slang.kl_weight=0.1  --set '*.predictive="glm"'   (as benchmarks/_harness.py)
          --set '*.device="cuda"' --fashion-rows 60000   (skbayes on a GPU; the peers stay on the CPU)
          --predict-grid predictive=sampled,glm --ood-scores
+         --image-scaling pixel  --digits-scaling global   (Fashion-MNIST per pixel; digits as a whole)
          --sweep [--grid kl_weight=1,0.3]  --seeds 1 --first-seed 2   (seed 2 alone; merge with --from-json)
 """
 
@@ -314,7 +316,8 @@ def make_data(job):
             Xtr, ytr = Xtr[ytr < 5], ytr[ytr < 5]
         if d == "fashion":
             Xtr, ytr = Xtr[: job["fashion_rows"]], ytr[: job["fashion_rows"]]
-        one_scale = d == "fashion" and job.get("image_scaling", "global") == "global"
+        scaling = job.get("image_scaling", "global") if d == "fashion" else job.get("digits_scaling", "pixel")
+        one_scale = scaling == "global"
         sc = OneScale().fit(Xtr) if one_scale else StandardScaler().fit(Xtr)
         if fit == "ood":
             return dict(Xtr=sc.transform(Xtr), ytr=ytr, Xte=sc.transform(Xte), yte=yte, is_ood=yte >= 5)
@@ -1109,6 +1112,12 @@ def main(argv=None):
         default="global",
         help="Fashion-MNIST standardised with one mean and std for all pixels (default) or per pixel",
     )
+    ap.add_argument(
+        "--digits-scaling",
+        choices=("pixel", "global"),
+        default="pixel",
+        help="the 8x8 digits standardised per pixel (default, the small classification group's) or as a whole",
+    )
     ap.add_argument("--data", default=FASHION_DIR, help="folder of the Fashion-MNIST idx files")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     ap.add_argument("--sweep", action="store_true", help="run the defaults protocol over --grid")
@@ -1252,6 +1261,7 @@ def main(argv=None):
                         fashion_rows=args.fashion_rows,
                         fashion_test_rows=args.fashion_test_rows,
                         image_scaling=args.image_scaling,
+                        digits_scaling=args.digits_scaling,
                         predict_grid=predict_grid if m in SKB_ALL else {},
                         ood_scores=args.ood_scores,
                     )
@@ -1260,6 +1270,7 @@ def main(argv=None):
         f"{len(jobs)} fits; hidden layers (50,), Fashion-MNIST {fashion_hidden} "
         f"({args.fashion_rows} training rows, {args.fashion_test_rows} test rows)"
         + (", Fashion-MNIST standardised per pixel" if args.image_scaling == "pixel" else "")
+        + (", digits standardised with one mean and std" if args.digits_scaling == "global" else "")
         + "\n"
     )
     t0 = time.perf_counter()
