@@ -1,7 +1,8 @@
 """Where a first layer's weights sit against the directions a covariate shift moves the inputs.
 
 Full-scale Fashion-MNIST as ``bench_uncertainty.py`` prepares it (all 60,000 training rows
-standardised per pixel, the 784-100-10 network, 5 epochs of batch 200, float32 for skbayes,
+standardised per pixel, or with ``--image-scaling global`` with one mean and std for all pixels,
+the 784-100-10 network, 5 epochs of batch 200, float32 for skbayes,
 seed 0). The eigenvectors of the training inputs' second-moment matrix ``A = X^T X / N``
 (784 x 784) are grouped by eigenvalue. For each group the script prints
 
@@ -56,6 +57,7 @@ def main(argv=None):
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     ap.add_argument("--set", action="append", default=[], metavar="PARAM=VALUE")
+    ap.add_argument("--image-scaling", choices=("pixel", "global"), default="pixel")
     args = ap.parse_args(argv)
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=UserWarning)
@@ -67,6 +69,7 @@ def main(argv=None):
         fashion_test_rows=10000,
         fashion_rows=60000,
         severities=[0, 1],
+        image_scaling=args.image_scaling,
     )
     d = make_data(job)
     X, y = d["Xtr"], d["ytr"]

@@ -317,8 +317,7 @@ def make_data(job):
         if d == "fashion":
             Xtr, ytr = Xtr[: job["fashion_rows"]], ytr[: job["fashion_rows"]]
         scaling = job.get("image_scaling", "global") if d == "fashion" else job.get("digits_scaling", "pixel")
-        one_scale = scaling == "global"
-        sc = OneScale().fit(Xtr) if one_scale else StandardScaler().fit(Xtr)
+        sc = OneScale().fit(Xtr) if scaling == "global" else StandardScaler().fit(Xtr)
         if fit == "ood":
             return dict(Xtr=sc.transform(Xtr), ytr=ytr, Xte=sc.transform(Xte), yte=yte, is_ood=yte >= 5)
         tests = {s: sc.transform(corrupt(Xte, side, s, seed)) for s in job["severities"]}
