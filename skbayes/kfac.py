@@ -1,6 +1,6 @@
 """Noisy K-FAC and noisy EK-FAC estimators (Zhang et al. 2018; Bae, Zhang and Grosse 2018)."""
 
-from ._docs import estimator_doc
+from ._docs import CLASSIFIER_PARAMS, E, estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import EKFACFamily, KFACFamily
 
@@ -41,6 +41,21 @@ CLASSIFIER_DECAY_EPOCHS = 30
 #: at 50). Chosen by the defaults protocol's regression group (docs/uncertainty.md); the other
 #: estimators keep 20.
 REGRESSOR_N_ITER_NO_CHANGE = 50
+
+
+#: ``NoisyKFACClassifier``'s ``damping``: 'auto' by network size, the defaults protocol's choice.
+_CLASSIFIER_DAMPING = E(
+    "float or 'auto'",
+    """
+    Extrinsic damping ``gamma_ex`` added to the curvature in the mean step
+    only; the covariance uses the intrinsic damping
+    ``gamma_in = kl_weight * prior_precision / n_samples``. K-FAC splits
+    the damping between its two factors (``pi``), which adds the cross terms
+    ``sqrt(gamma) (pi lam_S + lam_A / pi)`` to every curvature entry. A larger
+    value slows the step along the input's weak directions (a smoother fit,
+    less sensitive to noise in the inputs). 'auto' is the value the defaults
+    protocol chose: {auto_damping}""",
+)
 
 
 class NoisyKFACRegressor(BayesianNetworkRegressor):
@@ -92,8 +107,10 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
     _family = KFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
-    #: the tempered posterior with the GLM predictive, with the step decay; docs/uncertainty.md).
-    _auto_by_size = {"kl_weight": (0.3, 1.0), "predictive": ("glm", "sampled")}
+    #: the tempered posterior with the GLM predictive, with the step decay; large networks: the
+    #: extrinsic damping of 0.003, chosen with one scale for all pixels; docs/uncertainty.md).
+    _auto_by_size = {"kl_weight": (0.3, 1.0), "predictive": ("glm", "sampled"), "damping": (1e-3, 0.003)}
+    _param_docs = {**CLASSIFIER_PARAMS, "damping": _CLASSIFIER_DAMPING}
 
     def __init__(
         self,
@@ -105,7 +122,7 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
         factor_decay=0.05,
         kl_weight="auto",
         prior_precision=1.0,
-        damping=1e-3,
+        damping="auto",
         momentum=0.9,
         stats_interval=1,
         kl_clip=1e-3,

@@ -86,7 +86,11 @@ def test_protocol_values_differ_by_size_where_documented():
     assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (0.1, 0.01)
     assert SLANGClassifier._auto_by_size == {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
     assert VOGNClassifier._auto_by_size == {"kl_weight": (0.3, 0.3), "predictive": ("glm", "sampled")}
-    assert NoisyKFACClassifier._auto_by_size == {"kl_weight": (0.3, 1.0), "predictive": ("glm", "sampled")}
+    assert NoisyKFACClassifier._auto_by_size == {
+        "kl_weight": (0.3, 1.0),
+        "predictive": ("glm", "sampled"),
+        "damping": (1e-3, 0.003),
+    }
     assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 1.0)
 
 
@@ -170,6 +174,24 @@ def test_mc_dropout_rate_auto_by_size(Est, hidden):
     np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
     np.testing.assert_array_equal(auto.predict(X), explicit.predict(X))
     assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
+
+
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_kfac_classifier_damping_auto_by_size(hidden):
+    """Noisy K-FAC's classifier: 'auto' damping is 0.001 below LARGE_NETWORK_WEIGHTS and 0.003 from
+    there on (the image group with one scale for all pixels), bit for bit, and the other size's
+    damping gives another fit; the regressor and noisy EK-FAC keep a fixed number."""
+    value, other_value = (0.003, 0.001) if hidden == (700,) else (0.001, 0.003)
+    auto, explicit, other, X, y = _auto_explicit_other(NoisyKFACClassifier, hidden, "damping", value, other_value)
+    assert auto._make_family().damping == value
+    np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
+    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
+    assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
+    with pytest.raises(ValueError, match="damping"):
+        NoisyKFACClassifier(damping="large").fit(X, y)
+    from skbayes import NoisyEKFACClassifier, NoisyKFACRegressor
+
+    assert isinstance(NoisyKFACRegressor().damping, float) and isinstance(NoisyEKFACClassifier().damping, float)
 
 
 CLASSIFIERS = [e.estimator for e in all_estimators(network=True) if e.estimator.__name__.endswith("Classifier")]
