@@ -60,6 +60,7 @@ TABLE = {
     "glm_link": ["mc"],
     "kl_weight": [0.5, "auto"],
     "beta": [0.01, 0.02],
+    "damping": [0.005, "auto"],
     "max_iter": [3],
     "tol": [1e-4, None],
     "dropout": [0.05, "auto"],
