@@ -165,8 +165,9 @@ def test_auto_beta_weighs_each_row_one_quarter_epoch(monkeypatch):
 
 def test_slang_auto_beta_caps_its_own_rate(monkeypatch):
     """SLANG's beta='auto' (its default) is 0.01 below AUTO_BETA_MIN_WEIGHTS weights (bit for bit
-    the earlier default), min(0.01, B / (4 N)) from there on; SLANG with rank=0 takes VOGN's
-    0.05, so that it still trains exactly as VOGN."""
+    the earlier default), min(0.01, B / (2 N)) from there on (a time constant of two epochs, VOGN's
+    four); SLANG with rank=0 takes VOGN's 0.05 and its four epochs, so that it still trains exactly
+    as VOGN."""
     import skbayes._families.slang as slang_mod
 
     seen = _spy_precision_steps(monkeypatch)
@@ -184,14 +185,15 @@ def test_slang_auto_beta_caps_its_own_rate(monkeypatch):
         assert seen == [0.05] * 9
         monkeypatch.setattr(slang_mod, "AUTO_BETA_MIN_WEIGHTS", 10)
         seen.clear()
-        SLANGClassifier(**kw, rank=2).fit(X, y)  # 48 / 1600 = 0.03: capped at 0.01
+        SLANGClassifier(**kw, rank=2).fit(X, y)  # 48 / 800 = 0.06: capped at 0.01
         assert seen == [0.01] * 9
         seen.clear()
-        big = np.tile(X, (5, 1)), np.tile(y, 5)  # 48 / 8000 = 0.006
+        big = np.tile(X, (10, 1)), np.tile(y, 10)  # 48 / (2 x 4000) = 0.006
         SLANGClassifier(**kw, rank=2).fit(*big)
         assert set(seen) == {48 / 8000}
         seen.clear()
         v = VOGNClassifier(**kw).fit(*big)
+        assert set(seen) == {48 / 16000}  # VOGN: four epochs
         # VOGN's parameters, beta='auto' among them, with its own small-network temperature
         s = SLANGClassifier(**{**v.get_params(), "kl_weight": VOGNClassifier._auto_by_size["kl_weight"][0]}, rank=0)
         s.fit(*big)

@@ -58,16 +58,26 @@ AUTO_BETA_MIN_WEIGHTS = 100_000
 AUTO_BETA_MEAN_FIELD = 0.05
 AUTO_BETA_LOW_RANK = 0.01
 
+#: The precision's time constant in epochs on networks of at least
+#: :data:`AUTO_BETA_MIN_WEIGHTS` weights: ``beta='auto'`` is ``min(base, B / (epochs N))``. Four
+#: for mean-field VOGN; two for SLANG, measured best of 1, 2, 4 and 8 on the full
+#: Fashion-MNIST image target with one scale for all pixels (docs/slang.md).
+AUTO_BETA_EPOCHS_MEAN_FIELD = 4.0
+AUTO_BETA_EPOCHS_LOW_RANK = 2.0
 
-def auto_beta(B: int, N: float, D: int, base: float = AUTO_BETA_MEAN_FIELD) -> float:
+
+def auto_beta(
+    B: int, N: float, D: int, base: float = AUTO_BETA_MEAN_FIELD, epochs: float = AUTO_BETA_EPOCHS_MEAN_FIELD
+) -> float:
     """``beta='auto'``: ``base`` (:data:`AUTO_BETA_MEAN_FIELD` for mean-field VOGN,
     :data:`AUTO_BETA_LOW_RANK` for SLANG) for networks of fewer than
-    :data:`AUTO_BETA_MIN_WEIGHTS` weights ``D``; from that size ``min(base, B / (4 N))`` for
-    minibatches of ``B`` of ``N`` rows, so that each row weighs ``1 / (4 N)`` in the precision's
-    moving average (a time constant of four epochs)."""
+    :data:`AUTO_BETA_MIN_WEIGHTS` weights ``D``; from that size ``min(base, B / (epochs N))``
+    for minibatches of ``B`` of ``N`` rows, so that each row weighs ``1 / (epochs N)`` in the
+    precision's moving average (a time constant of ``epochs`` passes through the data: four
+    for VOGN, two for SLANG)."""
     if D < AUTO_BETA_MIN_WEIGHTS:
         return base
-    return min(base, B / (4.0 * N))
+    return min(base, B / (epochs * N))
 
 
 #: The estimators' default ``rank`` (clipped to ``D`` without a warning on smaller networks).
@@ -131,10 +141,11 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
             the regressors' noise-precision update. 'auto': on networks of fewer than
             100,000 weights the rate measured best on small networks, 0.05 for
             mean-field VOGN (``rank=0``) and 0.01 with a low-rank part (SLANG); on
-            larger ones ``min(that rate, B / (4 N))`` for minibatches of ``B`` of the
-            ``N`` training rows, so that the precision forgets its start over about
-            four passes through the data, and never in fewer than 20 (VOGN) or 100
-            (SLANG) steps.
+            larger ones ``min(that rate, B / (4 N))`` (VOGN) or ``min(that rate,
+            B / (2 N))`` (SLANG) for minibatches of ``B`` of the ``N`` training rows, so
+            that the precision forgets its start over about four (VOGN) or two (SLANG)
+            passes through the data, and never in fewer than 20 (VOGN) or 100 (SLANG)
+            steps.
             On a wide network with many steps per epoch a faster update lets the
             empirical Fisher, which shrinks as the fit improves, fall below the prior
             for most weights within an epoch; on small tabular networks the slower one
@@ -265,8 +276,10 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
         alpha = float(self.learning_rate) / decay
         if self.beta == "auto":  # from the batch size: the largest minibatch so far, not a ragged last one
             state["batch_rows"] = max(int(state.get("batch_rows", 0)), M)
-            base = AUTO_BETA_LOW_RANK if int(self.rank) > 0 else AUTO_BETA_MEAN_FIELD
-            beta = auto_beta(state["batch_rows"], N, post.mean_t.numel(), base)
+            low_rank = int(self.rank) > 0
+            base = AUTO_BETA_LOW_RANK if low_rank else AUTO_BETA_MEAN_FIELD
+            epochs = AUTO_BETA_EPOCHS_LOW_RANK if low_rank else AUTO_BETA_EPOCHS_MEAN_FIELD
+            beta = auto_beta(state["batch_rows"], N, post.mean_t.numel(), base, epochs)
         else:
             beta = float(self.beta)
         beta = beta / decay
