@@ -1,6 +1,6 @@
 """Noisy K-FAC and noisy EK-FAC estimators (Zhang et al. 2018; Bae, Zhang and Grosse 2018)."""
 
-from ._docs import CLASSIFIER_PARAMS, E, estimator_doc
+from ._docs import CLASSIFIER_PARAMS, Entry, estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import EKFACFamily, KFACFamily
 
@@ -43,18 +43,10 @@ CLASSIFIER_DECAY_EPOCHS = 30
 REGRESSOR_N_ITER_NO_CHANGE = 50
 
 
-#: ``NoisyKFACClassifier``'s ``damping``: 'auto' by network size, the defaults protocol's choice.
-_CLASSIFIER_DAMPING = E(
+#: ``NoisyKFACClassifier``'s ``damping``: the family's entry, and 'auto' by network size.
+_CLASSIFIER_DAMPING = Entry(
     "float or 'auto'",
-    """
-    Extrinsic damping ``gamma_ex`` added to the curvature in the mean step
-    only; the covariance uses the intrinsic damping
-    ``gamma_in = kl_weight * prior_precision / n_samples``. K-FAC splits
-    the damping between its two factors (``pi``), which adds the cross terms
-    ``sqrt(gamma) (pi lam_S + lam_A / pi)`` to every curvature entry. A larger
-    value slows the step along the input's weak directions (a smoother fit,
-    less sensitive to noise in the inputs). 'auto' is the value the defaults
-    protocol chose: {auto_damping}""",
+    KFACFamily.param_docs["damping"].text + "\n'auto' is the value the defaults protocol chose: {auto_damping}",
 )
 
 
