@@ -85,12 +85,9 @@ def main(argv=None):
 
     budget = dict(hidden_layer_sizes=(100,), max_iter=5, batch_size=200, random_state=0)
     models = {"MLPClassifier": MLPClassifier(**budget)}
-    for params, default_label in ((args.base, "NoisyKFACClassifier"), (args.set, None)):
-        if not params and default_label is None:
-            continue
+    for params in [args.base] + ([args.set] if args.set else []):  # the first at its defaults unless --base
         extra = {k: ast.literal_eval(v) for k, v in (s.split("=", 1) for s in params)}
-        described = "NoisyKFACClassifier(" + ", ".join(f"{k}={v!r}" for k, v in extra.items()) + ")"
-        label = default_label if not extra else described
+        label = "NoisyKFACClassifier" + ("(" + ", ".join(f"{k}={v!r}" for k, v in extra.items()) + ")" if extra else "")
         models[label] = skbayes.NoisyKFACClassifier(dtype="float32", **budget, **extra)
 
     rows, scores = {}, []

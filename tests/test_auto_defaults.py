@@ -19,6 +19,7 @@ from skbayes import (
     MCDropoutRegressor,
     NoisyEKFACClassifier,
     NoisyKFACClassifier,
+    NoisyKFACRegressor,
     SLANGClassifier,
     VadamClassifier,
     VadamRegressor,
@@ -189,8 +190,6 @@ def test_kfac_classifier_damping_auto_by_size(hidden):
     assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
     with pytest.raises(ValueError, match="damping"):
         NoisyKFACClassifier(damping="large").fit(X, y)
-    from skbayes import NoisyEKFACClassifier, NoisyKFACRegressor
-
     assert isinstance(NoisyKFACRegressor().damping, float) and isinstance(NoisyEKFACClassifier().damping, float)
 
 
