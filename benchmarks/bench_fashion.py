@@ -7,7 +7,10 @@ with the same network, batch and epochs (``early_stopping=False``). Pixels are
 scaled to [0, 1] and standardised with one mean and one standard deviation of the
 training set for all pixels, as the method guide advises; ``--image-scaling pixel``
 standardises each pixel on its own instead (constant pixels left at 0), as
-``StandardScaler`` in a Pipeline would.
+``StandardScaler`` in a Pipeline would; ``--image-scaling scale`` divides by the one
+standard deviation without subtracting the mean (a blank pixel stays 0), and
+``--image-scaling centred`` subtracts each pixel's own mean and divides by one scale (the root
+mean square of the centred pixels).
 
 Reported per method: test error, test log-loss of ``predict_proba`` (each
 estimator's default predictive), wall seconds of ``fit`` per epoch and of ``predict_proba`` on the
@@ -110,9 +113,10 @@ def main(argv=None):
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     ap.add_argument(
         "--image-scaling",
-        choices=("pixel", "global"),
+        choices=("pixel", "global", "scale", "centred"),
         default="global",
-        help="standardise all pixels with one mean and std (default) or each pixel on its own",
+        help="standardise all pixels with one mean and std (default) or each pixel on its own, divide by one std, "
+        "or centre each pixel and divide by one scale",
     )
     args = ap.parse_args(argv)
     import torch
@@ -133,8 +137,11 @@ def main(argv=None):
     if args.image_scaling == "pixel":
         mu, sd = Xtr.mean(0), Xtr.std(0)
         sd[sd == 0] = 1.0
+    elif args.image_scaling == "centred":
+        mu = Xtr.mean(0)
+        sd = np.sqrt(np.mean((Xtr - mu) ** 2))
     else:
-        mu, sd = Xtr.mean(), Xtr.std()
+        mu, sd = (Xtr.mean() if args.image_scaling == "global" else 0.0), Xtr.std()
     Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
     device_name = args.device
     if args.device.startswith("cuda") and torch.cuda.is_available():
@@ -144,7 +151,12 @@ def main(argv=None):
     print(
         f"{library_version()}, torch {torch.__version__}, {args.threads} torch threads, device {device_name}, "
         f"{n_train} training rows, {len(yte)} test rows, {epochs} epochs, seed {args.seed}, "
-        f"{'per-pixel' if args.image_scaling == 'pixel' else 'one-scale'} standardisation"
+        + {
+            "pixel": "per-pixel standardisation",
+            "global": "one-scale standardisation",
+            "scale": "one scale, not centred",
+            "centred": "each pixel centred, one scale",
+        }[args.image_scaling]
     )
     if args.set:
         print(f"overrides: {args.set}")

@@ -51,7 +51,11 @@ corrupted before that.
 Fashion-MNIST's images are standardised with one mean and one standard deviation for all
 pixels, as the method guide advises; ``--image-scaling pixel`` standardises each pixel on its
 own (StandardScaler) instead, which turns the noise on pixels that hardly vary in training
-into values of many standard deviations and weakens the single MLP out of distribution.
+into values of many standard deviations and weakens the single MLP out of distribution;
+``--image-scaling scale`` divides all pixels by the one standard deviation without
+subtracting the mean, so that a blank pixel stays 0, and ``--image-scaling centred`` subtracts
+each pixel's own mean and divides by one scale (docs/uncertainty.md, "Blank pixels and
+factorised posteriors").
 Digits keep the per-pixel StandardScaler of the small classification group
 (``--digits-scaling global`` scales them as a whole).
 
@@ -305,6 +309,26 @@ class OneScale:
         return (X - self.mean_) / self.scale_
 
 
+class ZeroScale(OneScale):
+    """Divide by one standard deviation for all columns, zero kept at zero (``--image-scaling scale``)."""
+
+    def transform(self, X):
+        return X / self.scale_
+
+
+class CentredOneScale:
+    """Subtract each column's mean, divide by one scale for all columns (``--image-scaling centred``):
+    the root mean square of the centred values."""
+
+    def fit(self, X):
+        self.mean_ = np.mean(X, axis=0)
+        self.scale_ = float(np.sqrt(np.mean(np.var(X, axis=0))))
+        return self
+
+    def transform(self, X):
+        return (X - self.mean_) / self.scale_
+
+
 def make_data(job):
     """The training and test sets of a job, standardised with the training rows' statistics."""
     from sklearn.preprocessing import StandardScaler
@@ -317,7 +341,8 @@ def make_data(job):
         if d == "fashion":
             Xtr, ytr = Xtr[: job["fashion_rows"]], ytr[: job["fashion_rows"]]
         scaling = job.get("image_scaling", "global") if d == "fashion" else job.get("digits_scaling", "pixel")
-        sc = OneScale().fit(Xtr) if scaling == "global" else StandardScaler().fit(Xtr)
+        scalers = {"global": OneScale, "scale": ZeroScale, "centred": CentredOneScale}
+        sc = scalers.get(scaling, StandardScaler)().fit(Xtr)
         if fit == "ood":
             return dict(Xtr=sc.transform(Xtr), ytr=ytr, Xte=sc.transform(Xte), yte=yte, is_ood=yte >= 5)
         tests = {s: sc.transform(corrupt(Xte, side, s, seed)) for s in job["severities"]}
@@ -1107,9 +1132,10 @@ def main(argv=None):
     ap.add_argument("--fashion-hidden", default="100", help="hidden layers on Fashion-MNIST, e.g. 400,400")
     ap.add_argument(
         "--image-scaling",
-        choices=("pixel", "global"),
+        choices=("pixel", "global", "scale", "centred"),
         default="global",
-        help="Fashion-MNIST standardised with one mean and std for all pixels (default) or per pixel",
+        help="Fashion-MNIST standardised with one mean and std for all pixels (default), per pixel, "
+        "divided by one std (not centred), or each pixel centred and divided by one scale",
     )
     ap.add_argument(
         "--digits-scaling",
@@ -1268,7 +1294,11 @@ def main(argv=None):
     print(
         f"{len(jobs)} fits; hidden layers (50,), Fashion-MNIST {fashion_hidden} "
         f"({args.fashion_rows} training rows, {args.fashion_test_rows} test rows)"
-        + (", Fashion-MNIST standardised per pixel" if args.image_scaling == "pixel" else "")
+        + {
+            "pixel": ", Fashion-MNIST standardised per pixel",
+            "scale": ", Fashion-MNIST divided by one std",
+            "centred": ", Fashion-MNIST centred per pixel, one scale",
+        }.get(args.image_scaling, "")
         + (", digits standardised with one mean and std" if args.digits_scaling == "global" else "")
         + "\n"
     )
