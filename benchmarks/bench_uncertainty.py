@@ -57,7 +57,7 @@ subtracting the mean, so that a blank pixel stays 0, and ``--image-scaling centr
 each pixel's own mean and divides by one scale (docs/uncertainty.md, "Blank pixels and
 factorised posteriors").
 Digits keep the per-pixel StandardScaler of the small classification group
-(``--digits-scaling global`` scales them as a whole).
+(``--digits-scaling global`` scales them as a whole; ``scale`` and ``centred`` as above).
 
 Networks: one hidden layer of 50 units on the tabular sets and digits (skbayes'
 default); 784-100-``n_classes`` on Fashion-MNIST (a CPU-sized net; ``--fashion-hidden``),
@@ -1139,9 +1139,10 @@ def main(argv=None):
     )
     ap.add_argument(
         "--digits-scaling",
-        choices=("pixel", "global"),
+        choices=("pixel", "global", "scale", "centred"),
         default="pixel",
-        help="the 8x8 digits standardised per pixel (default, the small classification group's) or as a whole",
+        help="the 8x8 digits standardised per pixel (default, the small classification group's) or as a whole; "
+        "scale and centred as for --image-scaling",
     )
     ap.add_argument("--data", default=FASHION_DIR, help="folder of the Fashion-MNIST idx files")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
@@ -1299,7 +1300,11 @@ def main(argv=None):
             "scale": ", Fashion-MNIST divided by one std",
             "centred": ", Fashion-MNIST centred per pixel, one scale",
         }.get(args.image_scaling, "")
-        + (", digits standardised with one mean and std" if args.digits_scaling == "global" else "")
+        + {
+            "global": ", digits standardised with one mean and std",
+            "scale": ", digits divided by one std",
+            "centred": ", digits centred per pixel, one scale",
+        }.get(args.digits_scaling, "")
         + "\n"
     )
     t0 = time.perf_counter()
