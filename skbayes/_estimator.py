@@ -1056,7 +1056,9 @@ class BayesianNetwork(BaseEstimator):
     def _warn_input_scale(self, X: np.ndarray) -> None:
         with np.errstate(over="ignore", invalid="ignore"):
             std = np.std(X, axis=0, dtype=np.float64)
-        std = std[std > 0]
+        # constant columns carry no scale; their std can be rounding (1e-14 for a column of one
+        # shifted value), so they are found by their range, not by std > 0
+        std = std[np.ptp(X, axis=0) > 0]
         if std.size and (std.min() < INPUT_SCALE[0] or std.max() > INPUT_SCALE[1]):
             _warn(
                 f"{type(self).__name__}: the standard deviations of the input columns range from "

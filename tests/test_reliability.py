@@ -331,6 +331,12 @@ def test_input_scale_warning_names_the_fix(scale):
         warnings.simplefilter("error", InputScaleWarning)
         skbayes.VOGNRegressor(**SMALL).fit(X, y)
         skbayes.VOGNRegressor(**SMALL).fit(reg_data(60)[0], y)  # diabetes' own scale (std 0.05)
+        # a constant column shifted by a scaler (an image's blank pixel centred with the others)
+        # has a rounding-level std, not a scale
+        Xc = np.column_stack([X, np.full(len(X), 0.0)])
+        Xc = (Xc - Xc.mean()) / Xc.std()
+        assert 0 < Xc[:, -1].std() < 1e-12  # below INPUT_SCALE, yet no scale at all
+        skbayes.VOGNRegressor(**SMALL).fit(Xc, y)
 
 
 def test_poor_fit_warning_on_a_blown_up_fit_and_not_on_a_good_one():
