@@ -8,7 +8,9 @@ training rows of those classes), with the images scaled as that script's
 - ``global``: one mean and one standard deviation for all pixels (the benchmark's default): a
   blank pixel becomes the same negative value in every image;
 - ``scale``: divided by the one standard deviation, not centred: a blank pixel stays 0;
-- ``centred``: each pixel's own mean subtracted, one scale for all.
+- ``centred``: each pixel's own mean subtracted, one scale for all
+
+(``skbayes.preprocessing.ImageScaler`` with ``centering='global'``, None and ``'pixel'``).
 
 For each fit the script prints the posterior standard deviation of the first layer's weights
 (``posterior_.variance()``, in the order of ``module_.parameters()``), averaged over the

@@ -10,7 +10,8 @@ standardises each pixel on its own instead (constant pixels left at 0), as
 ``StandardScaler`` in a Pipeline would; ``--image-scaling scale`` divides by the one
 standard deviation without subtracting the mean (a blank pixel stays 0), and
 ``--image-scaling centred`` subtracts each pixel's own mean and divides by one scale (the root
-mean square of the centred pixels).
+mean square of the centred pixels): ``skbayes.preprocessing.ImageScaler`` with
+``centering='global'``, None and ``'pixel'``.
 
 Reported per method: test error, test log-loss of ``predict_proba`` (each
 estimator's default predictive), wall seconds of ``fit`` per epoch and of ``predict_proba`` on the
@@ -137,12 +138,13 @@ def main(argv=None):
     if args.image_scaling == "pixel":
         mu, sd = Xtr.mean(0), Xtr.std(0)
         sd[sd == 0] = 1.0
-    elif args.image_scaling == "centred":
-        mu = Xtr.mean(0)
-        sd = np.sqrt(np.mean((Xtr - mu) ** 2))
-    else:
-        mu, sd = (Xtr.mean() if args.image_scaling == "global" else 0.0), Xtr.std()
-    Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+        Xtr, Xte = (Xtr - mu) / sd, (Xte - mu) / sd
+    else:  # one scale for all pixels, centred as a whole, per pixel or not
+        from skbayes.preprocessing import ImageScaler
+
+        centering = {"global": "global", "centred": "pixel", "scale": None}[args.image_scaling]
+        sc = ImageScaler(centering=centering).fit(Xtr)
+        Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
     device_name = args.device
     if args.device.startswith("cuda") and torch.cuda.is_available():
         device_name = f"{args.device} ({torch.cuda.get_device_name()})"

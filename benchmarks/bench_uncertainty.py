@@ -298,37 +298,6 @@ def regression_split(X, fit, seed):
     return np.flatnonzero(t < cut), np.flatnonzero(t >= cut)
 
 
-class OneScale:
-    """Standardise with one mean and one standard deviation for all columns (``--image-scaling global``)."""
-
-    def fit(self, X):
-        self.mean_, self.scale_ = float(np.mean(X)), float(np.std(X))
-        return self
-
-    def transform(self, X):
-        return (X - self.mean_) / self.scale_
-
-
-class ZeroScale(OneScale):
-    """Divide by one standard deviation for all columns, zero kept at zero (``--image-scaling scale``)."""
-
-    def transform(self, X):
-        return X / self.scale_
-
-
-class CentredOneScale:
-    """Subtract each column's mean, divide by one scale for all columns (``--image-scaling centred``):
-    the root mean square of the centred values."""
-
-    def fit(self, X):
-        self.mean_ = np.mean(X, axis=0)
-        self.scale_ = float(np.sqrt(np.mean(np.var(X, axis=0))))
-        return self
-
-    def transform(self, X):
-        return (X - self.mean_) / self.scale_
-
-
 def make_data(job):
     """The training and test sets of a job, standardised with the training rows' statistics."""
     from sklearn.preprocessing import StandardScaler
@@ -341,8 +310,12 @@ def make_data(job):
         if d == "fashion":
             Xtr, ytr = Xtr[: job["fashion_rows"]], ytr[: job["fashion_rows"]]
         scaling = job.get("image_scaling", "global") if d == "fashion" else job.get("digits_scaling", "pixel")
-        scalers = {"global": OneScale, "scale": ZeroScale, "centred": CentredOneScale}
-        sc = scalers.get(scaling, StandardScaler)().fit(Xtr)
+        if scaling == "pixel":
+            sc = StandardScaler().fit(Xtr)
+        else:  # one scale for all pixels (skbayes.preprocessing.ImageScaler), centred as a whole, per pixel or not
+            from skbayes.preprocessing import ImageScaler
+
+            sc = ImageScaler(centering={"global": "global", "centred": "pixel", "scale": None}[scaling]).fit(Xtr)
         if fit == "ood":
             return dict(Xtr=sc.transform(Xtr), ytr=ytr, Xte=sc.transform(Xte), yte=yte, is_ood=yte >= 5)
         tests = {s: sc.transform(corrupt(Xte, side, s, seed)) for s in job["severities"]}

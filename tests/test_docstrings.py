@@ -1,8 +1,8 @@
 """numpydoc's validator over every public class, method, property and function.
 
 Like scikit-learn's own ``sklearn/tests/test_docstrings.py``: the objects are the
-public names of ``skbayes``, ``skbayes.posteriors``, ``skbayes.metrics``, ``skbayes.pipeline``, ``skbayes.ensemble`` and
-``skbayes.exceptions``, and every public method or property that skbayes itself
+public names of ``skbayes``, ``skbayes.posteriors``, ``skbayes.metrics``, ``skbayes.pipeline``, ``skbayes.ensemble``,
+``skbayes.preprocessing`` and ``skbayes.exceptions``, and every public method or property that skbayes itself
 defines on those classes (methods inherited from scikit-learn, torch or ``object``
 are theirs to document). Ignored checks, and why:
 
@@ -30,6 +30,7 @@ MODULES = (
     "skbayes.exceptions",
     "skbayes.pipeline",
     "skbayes.ensemble",
+    "skbayes.preprocessing",
 )
 
 
