@@ -13,8 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils._param_validation import StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._validation import NONE, Constraint, Options, validate_params
 
 __all__ = ["ImageScaler"]
 
@@ -75,7 +76,7 @@ class ImageScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     array([0., 0.])
     """
 
-    _parameter_constraints: dict[str, list[Any]] = {"centering": [StrOptions({"global", "pixel"}), None]}
+    _parameter_constraints: dict[str, list[Constraint]] = {"centering": [Options(("global", "pixel")), NONE]}
 
     def __init__(self, centering: str | None = "global") -> None:
         self.centering = centering
@@ -95,7 +96,7 @@ class ImageScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
         self : ImageScaler
             The fitted scaler.
         """
-        self._validate_params()
+        validate_params(type(self).__name__, self.get_params(deep=False), self._parameter_constraints)
         Xa: np.ndarray = validate_data(self, X, dtype=[np.float64, np.float32])
         if self.centering == "pixel":
             self.mean_ = np.mean(Xa, axis=0)
