@@ -264,6 +264,11 @@ def fmt(m, se, digits):
     return f"{m:.{digits}f} ± {se:.{digits}f}" if np.isfinite(se) else f"{m:.{digits}f}"
 
 
+#: ``--image-scaling`` of the image benchmarks -> ``skbayes.preprocessing.ImageScaler``'s
+#: ``centering`` (``'pixel'``, a per-pixel StandardScaler, is handled by each script)
+IMAGE_CENTERING = {"global": "global", "centred": "pixel", "scale": None}
+
+
 def library_version():
     """skbayes commit (and whether skbayes/ has uncommitted changes), for the record."""
     root = os.path.dirname(os.path.dirname(os.path.abspath(skbayes.__file__)))

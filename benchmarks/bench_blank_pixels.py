@@ -35,14 +35,10 @@ import warnings
 
 import numpy as np
 import torch
-from bench_uncertainty import FASHION_DIR, SKB_ALL, load_images, make_data, make_model
+from bench_uncertainty import FASHION_DIR, SKB_ALL, entropy, load_images, make_data, make_model
 from sklearn.metrics import roc_auc_score
 
 SCALINGS = ("global", "scale", "centred")
-
-
-def entropy(p):
-    return -(p * np.log(np.clip(p, 1e-12, None))).sum(1)
 
 
 def main(argv=None):

@@ -38,7 +38,7 @@ import time
 import warnings
 
 import numpy as np
-from _harness import apply_overrides, library_version, parse_overrides
+from _harness import IMAGE_CENTERING, apply_overrides, library_version, parse_overrides
 
 DATA_DIR = "/usr/share/datasets/fashion-mnist"
 METHODS = ("mlp", "slang", "vogn", "vadam", "bbb", "mcdropout", "kfac", "ekfac")
@@ -142,8 +142,7 @@ def main(argv=None):
     else:  # one scale for all pixels, centred as a whole, per pixel or not
         from skbayes.preprocessing import ImageScaler
 
-        centering = {"global": "global", "centred": "pixel", "scale": None}[args.image_scaling]
-        sc = ImageScaler(centering=centering).fit(Xtr)
+        sc = ImageScaler(centering=IMAGE_CENTERING[args.image_scaling]).fit(Xtr)
         Xtr, Xte = sc.transform(Xtr), sc.transform(Xte)
     device_name = args.device
     if args.device.startswith("cuda") and torch.cuda.is_available():

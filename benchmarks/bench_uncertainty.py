@@ -149,9 +149,8 @@ import warnings
 from concurrent.futures import ProcessPoolExecutor
 
 import numpy as np
-from _harness import LABEL as SKB_LABEL
-from _harness import METHODS as SKB_METHODS
 from _harness import (
+    IMAGE_CENTERING,
     REGISTRY_GAUSSIAN,
     REGISTRY_METHODS,
     apply_overrides,
@@ -160,6 +159,8 @@ from _harness import (
     one_thread,
     parse_overrides,
 )
+from _harness import LABEL as SKB_LABEL
+from _harness import METHODS as SKB_METHODS
 from bench_fashion import read_idx
 from sklearn.exceptions import ConvergenceWarning
 
@@ -315,7 +316,7 @@ def make_data(job):
         else:  # one scale for all pixels (skbayes.preprocessing.ImageScaler), centred as a whole, per pixel or not
             from skbayes.preprocessing import ImageScaler
 
-            sc = ImageScaler(centering={"global": "global", "centred": "pixel", "scale": None}[scaling]).fit(Xtr)
+            sc = ImageScaler(centering=IMAGE_CENTERING[scaling]).fit(Xtr)
         if fit == "ood":
             return dict(Xtr=sc.transform(Xtr), ytr=ytr, Xte=sc.transform(Xte), yte=yte, is_ood=yte >= 5)
         tests = {s: sc.transform(corrupt(Xte, side, s, seed)) for s in job["severities"]}
