@@ -317,15 +317,18 @@ def _copy_tensor(x: torch.Tensor, memo: dict[Any, Any]) -> torch.Tensor:
     ):
         return copy.deepcopy(x, memo)
     storage = x.untyped_storage()
+    key = getattr(storage, "_cdata", None)  # the storage's identity, as torch's own deepcopy keys it
+    if key is None:  # a torch without it: its own protocol
+        return copy.deepcopy(x, memo)
     copies = memo.setdefault("torch", {})
-    new = copies.get(storage._cdata)
+    new = copies.get(key)
     if new is None:
         if x.storage_offset() == 0 and x.is_contiguous() and storage.nbytes() == x.numel() * x.element_size():
             y = x.clone()  # the whole storage, in one operation
-            copies[storage._cdata] = y.untyped_storage()
+            copies[key] = y.untyped_storage()
             return y
         new = storage.clone()
-        copies[storage._cdata] = new
+        copies[key] = new
     return torch.empty((0,), dtype=x.dtype, device=x.device).set_(new, x.storage_offset(), x.size(), x.stride())
 
 

@@ -340,22 +340,37 @@ PREVIOUS_DEFAULTS = {
 }
 
 
+#: Seeds (the estimators' ``random_state``) over which a claim is read. On digits' first split
+#: the clean log-loss of a single VOGN or noisy K-FAC fit moves by 0.01-0.07 with the seed, and
+#: with the CPU's rounding of the same seed (noisy K-FAC at seed 0: 0.086 against the previous
+#: default's 0.097 on one x86-64 machine, 0.096 against 0.087 on an AVX-512 one), more than the
+#: defaults differ on one fit; four seeds' means differ by 10-15% (0.100 against 0.111 and 0.100
+#: against 0.116 there). SLANG's digits fits and every wine fit beat the previous default on every
+#: seed tried (0-2 and 0-4) by at least 13%, so one seed reads those.
+CLAIM_SEEDS = {("digits", VOGNClassifier): 4, ("digits", NoisyKFACClassifier): 4}
+
+
 @pytest.mark.parametrize("Est", list(PREVIOUS_DEFAULTS), ids=lambda e: e.__name__)
 @pytest.mark.parametrize("name", ["digits", "wine"])
 def test_tempered_glm_default_beats_the_previous_default(Est, name):
     """The protocol's claim for the small-network defaults of SLANG, VOGN and noisy K-FAC
     (tempered, GLM predictive, step decay; docs/uncertainty.md), on real data: a lower test
     log-loss than the previous default (the untempered sampled posterior), on the benchmark's
-    first split (digits: 0.094 against 0.123 for SLANG, 0.094 against 0.106 for VOGN, 0.086
-    against 0.097 for noisy K-FAC; wine: 0.022 against 0.056, 0.028 against 0.047, 0.022
-    against 0.079)."""
+    first split (digits, seed 0: 0.094 against 0.121 for SLANG; wine, seed 0: 0.022 against 0.056,
+    0.028 against 0.045, 0.022 against 0.077). Where one fit's log-loss varies with the seed
+    more than the defaults differ (VOGN and noisy K-FAC on digits, ``CLAIM_SEEDS``) the mean over
+    four seeds is compared, and must be lower; a single fit must be lower by 5%."""
     from sklearn.metrics import log_loss
 
     Xtr, ytr, Xte, yte = _digits_wine_split(name)
+    n_seeds = CLAIM_SEEDS.get((name, Est), 1)
+    ll_default, ll_previous = [], []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning, and digits' near-constant pixels
-        default = Est(random_state=0).fit(Xtr, ytr)
-        previous = Est(**PREVIOUS_DEFAULTS[Est], random_state=0).fit(Xtr, ytr)
-    ll_default = log_loss(yte, default.predict_proba(Xte), labels=default.classes_)
-    ll_previous = log_loss(yte, previous.predict_proba(Xte), labels=previous.classes_)
-    assert ll_default < 0.95 * ll_previous, (ll_default, ll_previous)
+        for seed in range(n_seeds):
+            default = Est(random_state=seed).fit(Xtr, ytr)
+            previous = Est(**PREVIOUS_DEFAULTS[Est], random_state=seed).fit(Xtr, ytr)
+            ll_default.append(log_loss(yte, default.predict_proba(Xte), labels=default.classes_))
+            ll_previous.append(log_loss(yte, previous.predict_proba(Xte), labels=previous.classes_))
+    margin = 0.95 if n_seeds == 1 else 1.0
+    assert np.mean(ll_default) < margin * np.mean(ll_previous), (ll_default, ll_previous)
