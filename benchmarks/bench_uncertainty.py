@@ -13,8 +13,8 @@ ood
     rows of the held-out classes 5-9 (positives) from the in-distribution test
     rows (higher is better; 0.5 is chance). On the held-out tabular sets of three or
     more classes (satimage, iris; never on the suite's) the same with the lower half of
-    the labels trained on (at least two), the rest held out: a stratified 75/25 split,
-    the training rows of the held-out classes dropped.
+    the labels trained on (at least two; ``--ood-half upper``: the upper half), the rest
+    held out: a stratified 75/25 split, the training rows of the held-out classes dropped.
 shift
     Train on all classes; test log-loss, expected calibration error (10 bins,
     top-class confidence) and accuracy on the test images corrupted at severities
@@ -337,7 +337,7 @@ def make_data(job):
             X, y = getattr(datasets, f"load_{d}")(return_X_y=True)
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
         if fit == "ood":  # train on the lower classes; labels as their indices, -1 for the held-out ones
-            known = tabular_ood_classes(y)
+            known = tabular_ood_classes(y, job.get("ood_half", "lower"))
             keep = np.isin(ytr, known)
             Xtr, ytr = Xtr[keep], np.searchsorted(known, ytr[keep])
             is_ood = ~np.isin(yte, known)
@@ -352,10 +352,12 @@ def make_data(job):
     return dict(Xtr=sc.transform(X[tr]), ytr=y[tr], Xte=sc.transform(X[te]), yte=y[te])
 
 
-def tabular_ood_classes(y):
-    """The classes a tabular OOD fit trains on: the lower half of the sorted labels, at least two."""
+def tabular_ood_classes(y, half="lower"):
+    """The classes a tabular OOD fit trains on: the lower (or upper) half of the sorted labels,
+    at least two."""
     classes = np.unique(y)
-    return classes[: max(2, len(classes) // 2)]
+    k = max(2, len(classes) // 2)
+    return classes[:k] if half == "lower" else classes[-k:]
 
 
 # --- models -------------------------------------------------------------------------------
@@ -800,7 +802,7 @@ def report(results, variants, tasks, datasets):
             for label, key in (("AUROC (1 - max p)", "auroc_maxp"), ("AUROC (mutual information)", "auroc_mi")):
                 if any(key in r for r in results if r["dataset"] == d):
                     cols.insert(-1, (label, key, 3, 1.0, True))
-            split = "classes 0-4, OOD = classes 5-9" if d in IMAGE else "the lower half of the classes, OOD = the rest"
+            split = "classes 0-4, OOD = classes 5-9" if d in IMAGE else "half of the classes, OOD = the rest"
             print_table(
                 f"Out of distribution: {d}, train on {split}",
                 cols + t,
@@ -1137,6 +1139,12 @@ def main(argv=None):
         help="the 8x8 digits standardised per pixel (default, the small classification group's) or as a whole; "
         "scale and centred as for --image-scaling",
     )
+    ap.add_argument(
+        "--ood-half",
+        choices=("lower", "upper"),
+        default="lower",
+        help="the OOD task on satimage and iris trains on the lower (default) or upper half of the labels",
+    )
     ap.add_argument("--data", default=FASHION_DIR, help="folder of the Fashion-MNIST idx files")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
     ap.add_argument("--sweep", action="store_true", help="run the defaults protocol over --grid")
@@ -1284,6 +1292,7 @@ def main(argv=None):
                         fashion_test_rows=args.fashion_test_rows,
                         image_scaling=args.image_scaling,
                         digits_scaling=args.digits_scaling,
+                        ood_half=args.ood_half,
                         predict_grid=predict_grid if m in SKB_ALL else {},
                         ood_scores=args.ood_scores,
                     )
