@@ -195,7 +195,7 @@ SUITE_REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
 #: part of a default run, and their own group in a sweep, so they judge defaults, not choose them.
 HELDOUT_REGRESSION = ("airfoil", "autompg", "fish_toxicity", "aquatic_toxicity", "bikes", "winequality_white")
 REGRESSION = SUITE_REGRESSION + HELDOUT_REGRESSION
-#: Classification sets outside the suite, for the selective-prediction task (as the held-out regression sets).
+#: Classification sets outside the suite, for the selective-prediction and (three or more classes) OOD tasks.
 HELDOUT_CLF = ("satimage", "vehicle", "iris")
 TABULAR_OOD = ("satimage", "iris")  # the held-out sets of three or more classes (vehicle is binary here)
 HELDOUT = HELDOUT_CLF + HELDOUT_REGRESSION
@@ -336,7 +336,7 @@ def make_data(job):
         else:
             X, y = getattr(datasets, f"load_{d}")(return_X_y=True)
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=seed)
-        if fit == "ood":  # train on the lower classes; labels as their indices, -1 for the held-out ones
+        if fit == "ood":  # train on half of the classes; labels as their indices, -1 for the held-out ones
             known = tabular_ood_classes(y, job.get("ood_half", "lower"))
             keep = np.isin(ytr, known)
             Xtr, ytr = Xtr[keep], np.searchsorted(known, ytr[keep])
