@@ -221,8 +221,9 @@ def deep_copy(x: Any, memo: dict[Any, Any] | None = None) -> Any:
     """``copy.deepcopy(x)`` for the training state, with the same result and a faster path for
     what it holds: plain tensors, dicts, lists, tuples and plain objects.
 
-    ``copy.deepcopy`` spends about 70 us on each tensor (``Tensor.__deepcopy__``'s checks), a
-    large part of an epoch on small data, where the loop snapshots the state every epoch. Here a
+    ``copy.deepcopy`` spends about 20 us on each small tensor (``Tensor.__deepcopy__``'s checks)
+    against 2-5 us for a ``clone``; the loop snapshots the state every epoch, which on small data
+    is a few short steps. Here a
     plain strided tensor (no autograd history, no ``requires_grad``, no conjugate or negative
     bit, no Python attributes) gets a copy of its storage, shared by every tensor on that storage
     and keyed as ``copy.deepcopy`` keys it (``memo['torch']``), so views keep their aliasing and
