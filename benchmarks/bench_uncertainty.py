@@ -197,9 +197,10 @@ SUITE_REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
 HELDOUT_REGRESSION = ("airfoil", "autompg", "fish_toxicity", "aquatic_toxicity", "bikes", "winequality_white")
 REGRESSION = SUITE_REGRESSION + HELDOUT_REGRESSION
 #: Classification sets outside the suite, for the selective-prediction and (three or more classes) OOD tasks.
-HELDOUT_CLF = ("satimage", "vehicle", "iris", "segment")
-#: the held-out sets of three or more classes for the OOD task (vehicle is binary here); segment is for it alone
-TABULAR_OOD = ("satimage", "iris", "segment")
+OOD_ONLY = ("segment",)  # held-out sets for the OOD task alone (_heldout_data.OOD_ONLY)
+HELDOUT_CLF = ("satimage", "vehicle", "iris") + OOD_ONLY
+#: the held-out sets of three or more classes for the OOD task (vehicle is binary here)
+TABULAR_OOD = ("satimage", "iris") + OOD_ONLY
 HELDOUT = HELDOUT_CLF + HELDOUT_REGRESSION
 TABULAR = TABULAR_CLF + HELDOUT_CLF
 DATASETS = IMAGE + TABULAR_CLF + SUITE_REGRESSION
@@ -821,7 +822,7 @@ def report(results, variants, tasks, datasets):
                 cols = [(f"severity {s}", f"{key}_s{s}", digits, scale, hb) for s in SEVERITIES]
                 print_table(f"Covariate shift: {d}, test {label} by severity", cols, groups(d, "full"), variants)
     if "selective" in tasks:
-        for d in [d for d in IMAGE + TABULAR if d in datasets]:
+        for d in [d for d in IMAGE + TABULAR if d in datasets and d not in OOD_ONLY]:
             cols = [
                 ("accuracy %", "acc_s0", 2, 100.0, True),
                 ("log-loss", "logloss_s0", 3, 1.0, False),
@@ -1250,7 +1251,7 @@ def main(argv=None):
             if "ood" in tasks:
                 fits.append((d, "ood"))
         elif d in TABULAR:
-            if "selective" in tasks and d != "segment":
+            if "selective" in tasks and d not in OOD_ONLY:
                 fits.append((d, "full"))
             if "ood" in tasks and d in TABULAR_OOD:  # held-out classes: outside the protocol's suite only
                 fits.append((d, "ood"))
