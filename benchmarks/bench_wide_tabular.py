@@ -1,7 +1,7 @@
 """Wide-network defaults on a tabular set: the current default against the earlier value.
 
 The image group of the defaults protocol chose some values for networks of 20,000 weights or
-more (docs/uncertainty.md, "Wide networks"). This is their held-out check on data outside
+more (docs/defaults_protocol.md, "Wide networks"). This is their held-out check on data outside
 the suite: digits (1,797 x 64, standardised on the training rows) with a 64-256-256-10
 network (85,002 weights), three stratified 75/25 splits ``train_test_split(...,
 random_state=k)``, every parameter at its default (``max_iter='auto'`` and the stopping

@@ -18,7 +18,7 @@ model and centring, the AUROC and the posterior standard deviation of the first 
 on the blank pixels over that on the others, and plots the entropies. On this split (seed 0) the
 per-pixel centring lifts BBB from about 0.92 to 0.95 and VOGN from 0.95 to 0.97, and leaves the
 MLP level. Centring per pixel costs robustness to noisy or rotated images, for every method
-(see "Blank pixels and factorised posteriors" in the uncertainty benchmark's page).
+(see "Blank pixels and factorised posteriors" in the documentation page "How the defaults were chosen").
 
 Run::
 

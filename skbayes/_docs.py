@@ -371,7 +371,7 @@ CLASSIFIER_PARAMS: dict[str, Entry] = {
         ``predict_samples`` draws of the logits, the linearised predictive itself up
         to Monte Carlo error. On small networks 'mc' and 'probit' are better
         calibrated on clean data and 'pairwise' is more cautious under covariate shift
-        (docs/uncertainty.md). Ignored by the sampled predictive. Can be changed with
+        (docs/defaults_protocol.md). Ignored by the sampled predictive. Can be changed with
         ``set_params`` after fitting.""",
     ),
 }

@@ -263,7 +263,7 @@ class BayesianNetwork(BaseEstimator):
     _fixed_params: tuple[str, ...] = ()
     #: What ``'auto'`` means for ``kl_weight`` and ``predictive``: ``(small, large)``, the values
     #: the defaults protocol chose for networks of fewer than :data:`LARGE_NETWORK_WEIGHTS`
-    #: weights and for larger ones (docs/uncertainty.md, "Defaults chosen by the protocol").
+    #: weights and for larger ones (docs/defaults_protocol.md, "Defaults chosen by the protocol").
     _auto_by_size: dict[str, tuple[Any, Any]] = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "sampled")}
 
     # The fitted state, declared for the type checker (set by ``_initialize`` and the fits;

@@ -31,14 +31,14 @@ AUTO_BATCH_SIZE = 200
 
 #: ``NoisyKFACClassifier``'s ``decay_epochs``: the mean step halves after 30 epochs, chosen with
 #: its ``kl_weight`` and ``predictive`` by the defaults protocol's small classification group
-#: (docs/uncertainty.md; 100 before). The other three Kronecker estimators keep a constant step
+#: (docs/defaults_protocol.md; 100 before). The other three Kronecker estimators keep a constant step
 #: (None): no decay passed the protocol's bar there.
 CLASSIFIER_DECAY_EPOCHS = 30
 
 #: ``NoisyKFACRegressor``'s ``n_iter_no_change``: its constant-step fit's training objective is
 #: noisy (one weight sample per step), so 20 epochs without a new best stopped it after 50-110
 #: epochs on the regression sets, far from converged (yacht in-range LPD -1.80, against -1.43
-#: at 50). Chosen by the defaults protocol's regression group (docs/uncertainty.md); the other
+#: at 50). Chosen by the defaults protocol's regression group (docs/defaults_protocol.md); the other
 #: estimators keep 20.
 REGRESSOR_N_ITER_NO_CHANGE = 50
 
@@ -100,7 +100,7 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
     _auto_batch_size = AUTO_BATCH_SIZE
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
     #: the tempered posterior with the GLM predictive, with the step decay; large networks: the
-    #: extrinsic damping of 0.003, chosen with one scale for all pixels; docs/uncertainty.md).
+    #: extrinsic damping of 0.003, chosen with one scale for all pixels; docs/defaults_protocol.md).
     _auto_by_size = {"kl_weight": (0.3, 1.0), "predictive": ("glm", "sampled"), "damping": (1e-3, 0.003)}
     _param_docs = {**CLASSIFIER_PARAMS, "damping": _CLASSIFIER_DAMPING}
 

@@ -36,7 +36,7 @@ class ImageScaler(OneToOneFeatureMixin, TransformerMixin, BaseEstimator):
     those weights uncertain. On Fashion-MNIST one mean gave every method the lowest
     log-loss under strong pixel noise and rotations, and centring each pixel the
     factorised posteriors the best separation of unseen classes (see
-    :doc:`/uncertainty`).
+    :doc:`/defaults_protocol`).
 
     Parameters
     ----------

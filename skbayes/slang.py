@@ -15,7 +15,7 @@ Read more in the :doc:`SLANG estimators page </slang>` of the documentation.
 """
 
 #: ``SLANGClassifier``'s ``decay_epochs``: both step sizes halve after 30 epochs (the defaults
-#: protocol's small classification group, docs/uncertainty.md). The regressor keeps constant
+#: protocol's small classification group, docs/defaults_protocol.md). The regressor keeps constant
 #: steps (None): every decay ranked below them on regression.
 CLASSIFIER_DECAY_EPOCHS = 30
 
@@ -67,7 +67,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
 class SLANGClassifier(BayesianNetworkClassifier):
     _family = SLANGFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
-    #: the tempered posterior with the GLM predictive since the step decay, docs/uncertainty.md).
+    #: the tempered posterior with the GLM predictive since the step decay, docs/defaults_protocol.md).
     _auto_by_size = {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
 
     def __init__(

@@ -13,7 +13,7 @@ from ._families import SLANGFamily
 
 #: ``VOGNClassifier``'s ``decay_epochs``: both step sizes halve after 30 epochs, chosen with its
 #: ``kl_weight`` and ``predictive`` by the defaults protocol's small classification group
-#: (docs/uncertainty.md). The regressor keeps constant steps (None).
+#: (docs/defaults_protocol.md). The regressor keeps constant steps (None).
 CLASSIFIER_DECAY_EPOCHS = 30
 
 _BODY = """
@@ -88,7 +88,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
     #: the tempered posterior with the GLM predictive, with the step decay; large networks: the
     #: tempered posterior with the sampled predictive, on images scaled as a whole;
-    #: docs/uncertainty.md).
+    #: docs/defaults_protocol.md).
     _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("glm", "sampled")}
 
     def __init__(

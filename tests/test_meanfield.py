@@ -96,7 +96,7 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     # same names, same defaults, except the mean's step size: rank 0 is stable at 0.05, SLANG's
     # low-rank steps need 0.01 (docs/slang.md); both precision steps are 'auto' (below 100,000
     # weights 0.05 for rank 0, 0.01 for SLANG's); and the regressor's kl_weight, predictive and
-    # prior, chosen for each by the defaults protocol (docs/uncertainty.md); the classifiers
+    # prior, chosen for each by the defaults protocol (docs/defaults_protocol.md); the classifiers
     # share the step decay and 'auto' kl_weight and predictive, whose values differ by network size
     assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
     assert slang["learning_rate"] == 0.01 and slang["beta"] == "auto"

@@ -79,7 +79,7 @@ def test_sklearn_compatible(estimator, check):
 def test_blank_pixel_weights_of_a_diagonal_posterior_follow_the_centring():
     """On the 8x8 digits (10 pixels blank in training), a diagonal posterior (VOGN) is as sure
     of the blank pixels' first-layer weights as of the others when the images are centred as a
-    whole, and less sure when each pixel is centred (docs/uncertainty.md, "Blank pixels and
+    whole, and less sure when each pixel is centred (docs/defaults_protocol.md, "Blank pixels and
     factorised posteriors")."""
     from sklearn.datasets import load_digits
 

@@ -276,7 +276,7 @@ def test_every_gaussian_family_has_kl_weight_and_rejects_bad_values(Est):
     assert "kl_weight" in Est.__doc__ and "E_q[log p(y | X, theta)] - w KL(q || prior)" in Est.__doc__
 
 
-#: (kl_weight, predictive) chosen by the defaults protocol of docs/uncertainty.md, on networks of
+#: (kl_weight, predictive) chosen by the defaults protocol of docs/defaults_protocol.md, on networks of
 #: fewer than LARGE_NETWORK_WEIGHTS weights and on larger ones (the image classification group,
 #: with the full-scale target on seeds 0 and 1 as a constraint: noisy EK-FAC's 0.01; VOGN's and
 #: BBB's large-network values from its rerun with one scale for all pixels)
@@ -296,7 +296,7 @@ PROTOCOL_DEFAULTS = {
 
 @pytest.mark.parametrize("Est", list(PROTOCOL_DEFAULTS))
 def test_defaults_are_the_ones_the_protocol_chose(Est):
-    """The documented winners ("Defaults chosen by the protocol" in docs/uncertainty.md),
+    """The documented winners ("Defaults chosen by the protocol" in docs/defaults_protocol.md),
     so that a default cannot change without the table changing too: a fixed default on
     every network, 'auto' through the class's table by network size."""
     params = Est().get_params()
@@ -331,7 +331,7 @@ def _digits_wine_split(name):
     return sc.transform(Xtr), ytr, sc.transform(Xte), yte
 
 
-#: The defaults before the protocol's runs with the step decay (docs/uncertainty.md): SLANG's
+#: The defaults before the protocol's runs with the step decay (docs/defaults_protocol.md): SLANG's
 #: classifier already had its decay; VOGN's had constant steps; noisy K-FAC's a slower decay.
 PREVIOUS_DEFAULTS = {
     SLANGClassifier: dict(kl_weight=1.0, predictive="sampled"),
@@ -354,7 +354,7 @@ CLAIM_SEEDS = {("digits", VOGNClassifier): 4, ("digits", NoisyKFACClassifier): 4
 @pytest.mark.parametrize("name", ["digits", "wine"])
 def test_tempered_glm_default_beats_the_previous_default(Est, name):
     """The protocol's claim for the small-network defaults of SLANG, VOGN and noisy K-FAC
-    (tempered, GLM predictive, step decay; docs/uncertainty.md), on real data: a lower test
+    (tempered, GLM predictive, step decay; docs/defaults_protocol.md), on real data: a lower test
     log-loss than the previous default (the untempered sampled posterior), on the benchmark's
     first split (digits, seed 0: 0.094 against 0.121 for SLANG; wine, seed 0: 0.022 against 0.056,
     0.028 against 0.045, 0.022 against 0.077). Where one fit's log-loss varies with the seed
