@@ -15,7 +15,8 @@ Stopping rules are small objects, each fed one number per epoch:
 - :class:`ValidationStop`: the same on a held-out log-likelihood (``early_stopping``);
   the best epoch's state is kept.
 - :class:`RiseGuard`: the objective stayed far above its best for ``patience``
-  epochs (step sizes too large): stop and revert to the best epoch.
+  epochs (step sizes too large): stop and revert to the best epoch; the same revert
+  when the epochs run out within ``patience`` epochs of such a rise.
 - :func:`is_healthy` / :class:`Divergence`: non-finite values or weights beyond
   ``MAX_ABS_WEIGHT`` in an epoch: revert to its start and stop.
 """
@@ -98,15 +99,30 @@ class RiseGuard:
         self.patience = int(patience)
         self.best, self.n_above, self.last_was_best = np.inf, 0, False
         self.best_snapshot: Snapshot | None = None
+        #: epochs since the objective was last far above its best, and the highest it was then
+        self.since_above, self.peak, self.last = self.patience, -np.inf, np.inf
 
     def epoch_start(self, snapshot: Snapshot) -> None:
         """Offer the snapshot taken at the start of an epoch (kept when the last epoch was the best)."""
         if self.last_was_best:
             self.best_snapshot = snapshot
 
+    def unsettled(self) -> bool:
+        """Whether the objective was far above its best in one of the last ``patience`` epochs
+        and the last epoch is still above it by more than half that margin: a rise the guard
+        has not seen settle."""
+        margin = 0.5 * max(1.0, abs(self.best))
+        return self.since_above < self.patience and self.last > self.best + margin and self.best_snapshot is not None
+
     def update(self, loss: float) -> bool:
         """Record an epoch's objective; True when training should stop (and revert)."""
-        self.n_above = self.n_above + 1 if loss > self.best + max(1.0, abs(self.best)) else 0
+        self.last = loss
+        far_above = loss > self.best + max(1.0, abs(self.best))
+        self.n_above = self.n_above + 1 if far_above else 0
+        if far_above:
+            self.since_above, self.peak = 0, max(loss, self.peak if self.since_above < self.patience else -np.inf)
+        else:
+            self.since_above += 1
         if self.best_snapshot is not None and self.n_above >= self.patience:
             return True
         self.last_was_best = loss < self.best
@@ -533,7 +549,7 @@ def run_epochs(
     if bar is not None:
         bar.close()
     if rules is not None:
-        rules.finish(state)
+        rules.finish(state, family, outcome)
     state.rng_state = gen.get_state()
     if (
         not incremental
@@ -614,11 +630,30 @@ class StoppingRules:
             outcome.converged = True
         return stop
 
-    def finish(self, state: TrainingState) -> None:
-        """After the last epoch: with early stopping, the best validation epoch's posterior."""
-        if self.best_val_snap is not None and self.val_stop is not None:
-            restore(state, self.best_val_snap)
-            state.best_validation_score = self.val_stop.best
+    def finish(self, state: TrainingState, family: PosteriorFamily, outcome: Outcome) -> None:
+        """After the last epoch: with early stopping, the best validation epoch's posterior;
+        without it, when the epochs ran out within ``patience`` epochs of the objective being far
+        above its best and the last epoch is still well above it (a rise the :class:`RiseGuard`
+        had no epochs left to see settle), the best epoch's posterior."""
+        if self.val_stop is not None:
+            if self.best_val_snap is not None:
+                restore(state, self.best_val_snap)
+                state.best_validation_score = self.val_stop.best
+            return
+        guard = self.guard
+        if guard is None or guard.best_snapshot is None or not guard.unsettled():
+            return
+        if outcome.converged or outcome.diverged or outcome.unstable or outcome.interrupted:
+            return
+        restore(state, guard.best_snapshot)
+        outcome.unstable = True
+        _warn(
+            f"{self.name}: the training objective per example (loss_curve_) rose from {guard.best:.4g} "
+            f"to {guard.peak:.4g} within the last {guard.patience} epochs and the epochs ran out (epoch "
+            f"{state.n_iter}): the posterior reverted to the end of its best epoch. The step sizes are "
+            f"likely too large for this problem ({family.step_sizes()}); lower them, or use early_stopping.",
+            ConvergenceWarning,
+        )
 
 
 #: A stream whose runs test (:func:`stream_order_z`, classifiers) falls below minus this many

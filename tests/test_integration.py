@@ -382,6 +382,31 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
         est = Reg(max_iter=20, **kw).fit(X, y)
     assert est.n_iter_ == 20 and not any("rose" in str(m.message) for m in w)
 
+    # a spike the epochs run out in (epochs 17-18 of 20, and 19-20 back below it but still
+    # three quarters of its margin above the best) is not ridden out: the best epoch's
+    # posterior is kept, with a warning
+    monkeypatch.setattr(family, "kl", orig)
+    best16 = min(Reg(max_iter=16, **kw).fit(X, y).loss_curve_)
+    calls["n"] = 0
+
+    def late_kl(self, *args):
+        calls["n"] += 1
+        extra = {17: 1e3, 18: 1e3, 19: 0.75 * max(1.0, abs(best16)), 20: 0.75 * max(1.0, abs(best16))}
+        return orig(self, *args) + extra.get(calls["n"], 0.0) * X.shape[0]
+
+    monkeypatch.setattr(family, "kl", late_kl)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        est = Reg(max_iter=20, **kw).fit(X, y)
+    messages = [str(m.message) for m in w if issubclass(m.category, ConvergenceWarning)]
+    assert any("within the last 10 epochs and the epochs ran out" in m for m in messages), messages
+    assert est.n_iter_ == 20 and len(est.loss_curve_) == 20
+    best = int(np.argmin(est.loss_curve_)) + 1
+    assert best <= 16
+    monkeypatch.setattr(family, "kl", orig)
+    ref = Reg(max_iter=best, **kw).fit(X, y)
+    np.testing.assert_array_equal(est.posterior_.mean, ref.posterior_.mean)
+
 
 @pytest.mark.parametrize("Reg", REGRESSORS)
 def test_log_likelihood_is_the_mixture_density_of_the_samples(Reg, monkeypatch):
