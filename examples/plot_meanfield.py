@@ -68,10 +68,11 @@ def main(argv=None):
     )
     models = [
         # VOGN with the step size of plot_toy_regression.py (it is SLANG with rank 0);
-        # Vadam and Vprop with their defaults (learning_rate 'auto', beta2 0.999)
+        # Vadam and Vprop as the paper states them (learning_rate 'auto', beta2 0.999, the
+        # untempered posterior at constant steps: Vadam's defaults; Vprop's are tempered)
         ("VOGN", VOGNRegressor(learning_rate=0.3, **common)),
-        ("Vadam", VadamRegressor(method="vadam", **common)),
-        ("Vprop", VadamRegressor(method="vprop", **common)),
+        ("Vadam", VadamRegressor(method="vadam", kl_weight=1.0, decay_epochs=None, **common)),
+        ("Vprop", VadamRegressor(method="vprop", kl_weight=1.0, decay_epochs=None, **common)),
     ]
     grid = np.linspace(-6.0, 6.0, 241)[:, None]
     X_test, y_test = make_data(n=2000, seed=1)

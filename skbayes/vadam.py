@@ -4,7 +4,7 @@ Khan, Nielsen, Tangkaratt, Lin, Gal and Srivastava, "Fast and Scalable Bayesian
 Deep Learning by Weight-Perturbation in Adam", ICML 2018.
 """
 
-from ._docs import estimator_doc
+from ._docs import Entry, estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import VadamFamily
 
@@ -56,10 +56,37 @@ Read more in the :doc:`mean-field estimators page </meanfield>` of the documenta
 #: group); Vprop's 0.05 on every size ('auto': the family's value for the method).
 _AUTO_LEARNING_RATE = ("auto", {"vadam": 0.003, "vprop": "auto"})
 
+#: ``VadamRegressor``'s ``kl_weight='auto'`` and ``decay_epochs='auto'`` by method, on every
+#: network: Vadam's untempered posterior with a constant step; Vprop's temperature of 0.3 with the
+#: step decay of 30 epochs, chosen by the defaults protocol's regression group
+#: (docs/defaults_protocol.md, "Vprop through the protocol").
+_REGRESSOR_KL_WEIGHT = ({"vadam": 1.0, "vprop": 0.3}, {"vadam": 1.0, "vprop": 0.3})
+_REGRESSOR_DECAY_EPOCHS = ({"vadam": None, "vprop": 30}, {"vadam": None, "vprop": 30})
+#: ``VadamClassifier``'s by method and network size: Vadam's untempered posterior at constant
+#: steps (sampled predictive on small networks, GLM on large ones); Vprop's temperature of 0.3,
+#: GLM predictive and step decay of 30 epochs on small networks, chosen by the defaults
+#: protocol's small classification group (its large networks keep Vadam's values).
+_CLASSIFIER_KL_WEIGHT = ({"vadam": 1.0, "vprop": 0.3}, {"vadam": 1.0, "vprop": 1.0})
+_CLASSIFIER_PREDICTIVE = ({"vadam": "sampled", "vprop": "glm"}, {"vadam": "glm", "vprop": "glm"})
+_CLASSIFIER_DECAY_EPOCHS = ({"vadam": None, "vprop": 30}, {"vadam": None, "vprop": None})
+_REGRESSOR_DECAY_DOC = Entry(
+    "float, None or 'auto'",
+    VadamFamily.param_docs["decay_epochs"].text
+    + "\n'auto' is the value the defaults protocol chose for this estimator, by ``method``:\n"
+    + "{auto_decay_epochs}",
+)
+_CLASSIFIER_DECAY_DOC = _REGRESSOR_DECAY_DOC
+
 
 class VadamRegressor(BayesianNetworkRegressor):
     _family = VadamFamily
-    _auto_by_size = {**BayesianNetworkRegressor._auto_by_size, "learning_rate": _AUTO_LEARNING_RATE}
+    _auto_by_size = {
+        **BayesianNetworkRegressor._auto_by_size,
+        "learning_rate": _AUTO_LEARNING_RATE,
+        "kl_weight": _REGRESSOR_KL_WEIGHT,
+        "decay_epochs": _REGRESSOR_DECAY_EPOCHS,
+    }
+    _param_docs = {**getattr(BayesianNetworkRegressor, "_param_docs", {}), "decay_epochs": _REGRESSOR_DECAY_DOC}
 
     def __init__(
         self,
@@ -72,7 +99,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         learning_rate="auto",
         beta1=0.9,
         beta2=0.999,
-        decay_epochs=None,
+        decay_epochs="auto",
         max_iter=200,
         batch_size="auto",
         mc_samples=1,
@@ -93,7 +120,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         verbose=False,
         n_threads=None,
         predictive="sampled",
-        kl_weight=1.0,
+        kl_weight="auto",
     ):
         store_init_params(locals())
 
@@ -101,10 +128,12 @@ class VadamRegressor(BayesianNetworkRegressor):
 class VadamClassifier(BayesianNetworkClassifier):
     _family = VadamFamily
     _auto_by_size = {
-        "kl_weight": (1.0, 1.0),
-        "predictive": ("sampled", "glm"),
+        "kl_weight": _CLASSIFIER_KL_WEIGHT,
+        "predictive": _CLASSIFIER_PREDICTIVE,
         "learning_rate": _AUTO_LEARNING_RATE,
+        "decay_epochs": _CLASSIFIER_DECAY_EPOCHS,
     }
+    _param_docs = {**BayesianNetworkClassifier._param_docs, "decay_epochs": _CLASSIFIER_DECAY_DOC}
 
     def __init__(
         self,
@@ -117,7 +146,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         learning_rate="auto",
         beta1=0.9,
         beta2=0.999,
-        decay_epochs=None,
+        decay_epochs="auto",
         max_iter=200,
         batch_size="auto",
         mc_samples=1,
@@ -137,7 +166,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         n_threads=None,
         predictive="auto",
         glm_link="pairwise",
-        kl_weight=1.0,
+        kl_weight="auto",
     ):
         store_init_params(locals())
 

@@ -208,12 +208,13 @@ def test_vadam_shares_slangs_defaults(Est):
     ``max_iter`` and ``tol``: a budget of 200 epochs (``tol=None``) for Vadam, whose converged
     posterior predicts worse (slang.md, stopping),
     and the regressor's ``predictive`` (SLANG's classifier and Vadam's are both 'auto', GLM on
-    large networks) and ``kl_weight``: the protocol chose 0.3 for SLANG's and 1 for Vadam's."""
+    large networks), ``kl_weight`` and ``decay_epochs``: 'auto', by method (the protocol chose 1
+    and constant steps for Vadam, 0.3 and a decay for Vprop; test_vadam_auto_temperature...)."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
     own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "tol", "predictive", "kl_weight", "decay_epochs"}
-    assert Est().get_params()["decay_epochs"] is None
+    assert Est().get_params()["decay_epochs"] == "auto"
     assert Est().get_params()["predictive"] == ("auto" if Est is VadamClassifier else "sampled")
-    assert Est().get_params()["kl_weight"] == 1.0
+    assert Est().get_params()["kl_weight"] == "auto"
     assert (Est().get_params()["max_iter"], Est().get_params()["tol"]) == (200, None)
     for name, value in Est().get_params().items():
         if name not in own:
@@ -289,6 +290,7 @@ def test_update_matches_hand_computation(monkeypatch, quiet, method, kind, decay
         init="default",
         random_state=0,
         decay_epochs=decay,
+        kl_weight=1.0,  # the update written out below is the untempered one
     )
     if kind == "linreg":
         est = VadamRegressor(noise_precision=0.2, **kw)
@@ -504,3 +506,36 @@ def test_vadam_state_saved_before_v_was_kept_continues_the_same_fit(quiet):
     assert "v" in b._state
     np.testing.assert_allclose(b.posterior_.mean, a.posterior_.mean, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(b._state["v"], a._state["v"], rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("method, expected", [("vadam", (1.0, None)), ("vprop", (0.3, 30))])
+def test_vadam_auto_temperature_and_decay_by_method(method, expected):
+    """VadamRegressor's kl_weight='auto' and decay_epochs='auto' stand for each method's protocol
+    values on every network (Vadam: the untempered posterior at constant steps, as before; Vprop:
+    the regression group's 0.3 with the decay of 30 epochs), VadamClassifier's with its predictive
+    by network size; a default fit is bit for bit the fit with those values passed."""
+    from skbayes import VadamRegressor
+
+    est = VadamRegressor(method=method)
+    assert est.kl_weight == "auto" and est.decay_epochs == "auto"
+    for n_weights in (100, 10**6):
+        family = est._make_family(n_weights)
+        assert (family.kl_weight, family.decay_epochs) == expected
+    clf = VadamClassifier(method=method)
+    assert clf.kl_weight == "auto" and clf.decay_epochs == "auto" and clf.predictive == "auto"
+    small = {"vadam": (1.0, None, "sampled"), "vprop": (0.3, 30, "glm")}[method]  # the small group's
+    large = (1.0, None, "glm")  # the image group's, Vadam's (Vprop's large networks not measured)
+    for n_weights, want in ((100, small), (10**6, large)):
+        family = clf._make_family(n_weights)
+        assert (family.kl_weight, family.decay_epochs, clf._resolve_auto("predictive", n_weights)) == want
+    rng = np.random.RandomState(0)
+    X = rng.randn(80, 3)
+    y = X[:, 0] - X[:, 1] ** 2 + 0.1 * rng.randn(80)
+    kw = dict(method=method, hidden_layer_sizes=(8,), max_iter=40, random_state=0)
+    auto = VadamRegressor(**kw).fit(X, y)
+    fixed = VadamRegressor(kl_weight=expected[0], decay_epochs=expected[1], **kw).fit(X, y)
+    np.testing.assert_array_equal(auto.posterior_.mean, fixed.posterior_.mean)
+    np.testing.assert_array_equal(auto.predict(X), fixed.predict(X))
+    other = (1.0, None) if method == "vprop" else (0.3, 30)
+    moved = VadamRegressor(kl_weight=other[0], decay_epochs=other[1], **kw).fit(X, y)
+    assert not np.array_equal(auto.posterior_.mean, moved.posterior_.mean)

@@ -268,7 +268,8 @@ def test_kl_annealing_schedule_values():
 def test_every_gaussian_family_has_kl_weight_and_rejects_bad_values(Est):
     default = Est().get_params()["kl_weight"]
     for w in Est._auto_by_size["kl_weight"] if default == "auto" else (default,):
-        assert 0.0 < w <= 1.0
+        for value in w.values() if isinstance(w, dict) else (w,):  # by method (Vadam / Vprop)
+            assert 0.0 < value <= 1.0
     X, y = np.zeros((4, 2)), np.array([0, 1, 0, 1])
     for bad in (0.0, -1.0, "big", None):
         with pytest.raises(ValueError, match="kl_weight"):
