@@ -339,6 +339,27 @@ def test_float32_and_custom_conv_module(Clf):
     np.testing.assert_allclose(p.sum(1), 1.0, rtol=1e-12)
 
 
+def _fit_with_kl(monkeypatch, Reg, kl, X, y, **kw):
+    """A fit whose objective reads the family's KL term through ``kl``; the model and the
+    messages of its ConvergenceWarnings."""
+    monkeypatch.setattr(Reg._family, "kl", kl)
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        est = Reg(**kw).fit(X, y)
+    return est, [str(m.message) for m in w if issubclass(m.category, ConvergenceWarning)]
+
+
+def _assert_kept_the_best_epoch(monkeypatch, Reg, kl, est, X, y, at_most, **kw):
+    """``est`` kept the posterior of its best epoch (at most ``at_most``): exactly the posterior
+    of a fit of that many epochs with the true KL term ``kl``."""
+    best = int(np.argmin(est.loss_curve_)) + 1
+    assert best <= at_most
+    monkeypatch.setattr(Reg._family, "kl", kl)
+    ref = Reg(max_iter=best, **kw).fit(X, y)
+    np.testing.assert_array_equal(est.posterior_.mean, ref.posterior_.mean)
+    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+
+
 @pytest.mark.parametrize("Reg", [SLANGRegressor, NoisyKFACRegressor, BBBRegressor])
 def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
     """A training objective that climbs far above its best and stays there (here: a KL term
@@ -356,18 +377,10 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
         calls["n"] += 1
         return orig(self, *args) + (0.0 if calls["n"] <= 4 else 1e3 * X.shape[0])
 
-    monkeypatch.setattr(family, "kl", rising_kl)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        est = Reg(max_iter=30, **kw).fit(X, y)
-    assert any("rose" in str(m.message) for m in w if issubclass(m.category, ConvergenceWarning))
+    est, messages = _fit_with_kl(monkeypatch, Reg, rising_kl, X, y, max_iter=30, **kw)
+    assert any("rose" in m for m in messages)
     assert est.n_iter_ == 14 and len(est.loss_curve_) == 14
-    best = int(np.argmin(est.loss_curve_)) + 1
-    assert best <= 4
-    monkeypatch.setattr(family, "kl", orig)
-    ref = Reg(max_iter=best, **kw).fit(X, y)
-    np.testing.assert_array_equal(est.posterior_.mean, ref.posterior_.mean)
-    np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+    _assert_kept_the_best_epoch(monkeypatch, Reg, orig, est, X, y, at_most=4, **kw)
 
     # a spike of 9 epochs (one short of the patience) is ridden out
     calls["n"] = 0
@@ -376,11 +389,8 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
         calls["n"] += 1
         return orig(self, *args) + (1e3 * X.shape[0] if 4 < calls["n"] <= 13 else 0.0)
 
-    monkeypatch.setattr(family, "kl", spiky_kl)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        est = Reg(max_iter=20, **kw).fit(X, y)
-    assert est.n_iter_ == 20 and not any("rose" in str(m.message) for m in w)
+    est, messages = _fit_with_kl(monkeypatch, Reg, spiky_kl, X, y, max_iter=20, **kw)
+    assert est.n_iter_ == 20 and not any("rose" in m for m in messages)
 
     # a spike the epochs run out in (epochs 17-18 of 20, and 19-20 back below it but still
     # three quarters of its margin above the best) is not ridden out: the best epoch's
@@ -394,18 +404,10 @@ def test_rising_objective_is_reported_and_the_best_epoch_kept(monkeypatch, Reg):
         extra = {17: 1e3, 18: 1e3, 19: 0.75 * max(1.0, abs(best16)), 20: 0.75 * max(1.0, abs(best16))}
         return orig(self, *args) + extra.get(calls["n"], 0.0) * X.shape[0]
 
-    monkeypatch.setattr(family, "kl", late_kl)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        est = Reg(max_iter=20, **kw).fit(X, y)
-    messages = [str(m.message) for m in w if issubclass(m.category, ConvergenceWarning)]
+    est, messages = _fit_with_kl(monkeypatch, Reg, late_kl, X, y, max_iter=20, **kw)
     assert any("within the last 10 epochs and the epochs ran out" in m for m in messages), messages
     assert est.n_iter_ == 20 and len(est.loss_curve_) == 20
-    best = int(np.argmin(est.loss_curve_)) + 1
-    assert best <= 16
-    monkeypatch.setattr(family, "kl", orig)
-    ref = Reg(max_iter=best, **kw).fit(X, y)
-    np.testing.assert_array_equal(est.posterior_.mean, ref.posterior_.mean)
+    _assert_kept_the_best_epoch(monkeypatch, Reg, orig, est, X, y, at_most=16, **kw)
 
 
 @pytest.mark.parametrize("Reg", REGRESSORS)
