@@ -261,9 +261,10 @@ class BayesianNetwork(BaseEstimator):
     _auto_batch_size: int = 64
     #: Class attributes passed to the family as fixed parameters (e.g. VOGN's ``rank``).
     _fixed_params: tuple[str, ...] = ()
-    #: What ``'auto'`` means for ``kl_weight`` and ``predictive``: ``(small, large)``, the values
-    #: the defaults protocol chose for networks of fewer than :data:`LARGE_NETWORK_WEIGHTS`
-    #: weights and for larger ones (docs/defaults_protocol.md, "Defaults chosen by the protocol").
+    #: What ``'auto'`` means for ``kl_weight``, ``predictive`` and the other parameters a class
+    #: lists: ``(small, large)``, the values the defaults protocol chose for networks of fewer than
+    #: :data:`LARGE_NETWORK_WEIGHTS` weights and for larger ones, each a value or a dict by
+    #: ``method`` (docs/defaults_protocol.md, "Defaults chosen by the protocol").
     _auto_by_size: dict[str, tuple[Any, Any]] = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "sampled")}
 
     # The fitted state, declared for the type checker (set by ``_initialize`` and the fits;

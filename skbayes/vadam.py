@@ -69,13 +69,12 @@ _REGRESSOR_DECAY_EPOCHS = ({"vadam": None, "vprop": 30}, {"vadam": None, "vprop"
 _CLASSIFIER_KL_WEIGHT = ({"vadam": 1.0, "vprop": 0.3}, {"vadam": 1.0, "vprop": 1.0})
 _CLASSIFIER_PREDICTIVE = ({"vadam": "sampled", "vprop": "glm"}, {"vadam": "glm", "vprop": "glm"})
 _CLASSIFIER_DECAY_EPOCHS = ({"vadam": None, "vprop": 30}, {"vadam": None, "vprop": None})
-_REGRESSOR_DECAY_DOC = Entry(
+_DECAY_DOC = Entry(
     "float, None or 'auto'",
     VadamFamily.param_docs["decay_epochs"].text
     + "\n'auto' is the value the defaults protocol chose for this estimator, by ``method``:\n"
     + "{auto_decay_epochs}",
 )
-_CLASSIFIER_DECAY_DOC = _REGRESSOR_DECAY_DOC
 
 
 class VadamRegressor(BayesianNetworkRegressor):
@@ -86,7 +85,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         "kl_weight": _REGRESSOR_KL_WEIGHT,
         "decay_epochs": _REGRESSOR_DECAY_EPOCHS,
     }
-    _param_docs = {**getattr(BayesianNetworkRegressor, "_param_docs", {}), "decay_epochs": _REGRESSOR_DECAY_DOC}
+    _param_docs = {**getattr(BayesianNetworkRegressor, "_param_docs", {}), "decay_epochs": _DECAY_DOC}
 
     def __init__(
         self,
@@ -133,7 +132,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         "learning_rate": _AUTO_LEARNING_RATE,
         "decay_epochs": _CLASSIFIER_DECAY_EPOCHS,
     }
-    _param_docs = {**BayesianNetworkClassifier._param_docs, "decay_epochs": _CLASSIFIER_DECAY_DOC}
+    _param_docs = {**BayesianNetworkClassifier._param_docs, "decay_epochs": _DECAY_DOC}
 
     def __init__(
         self,
