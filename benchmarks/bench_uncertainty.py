@@ -64,10 +64,11 @@ Digits keep the per-pixel StandardScaler of the small classification group
 (``--digits-scaling global`` scales them as a whole; ``scale`` and ``centred`` as above).
 
 Networks: one hidden layer of 50 units on the tabular sets and digits (skbayes'
-default); 784-100-``n_classes`` on Fashion-MNIST (a CPU-sized net; ``--fashion-hidden``),
-where every network (the peers' too) trains for 5 epochs with batch 200 and the
-skbayes estimators in float32, the image protocol of issue 23. Elsewhere every
-estimator keeps its own defaults (max_iter 200 and its stopping rule).
+default; ``--hidden`` for others, the peers' networks too); 784-100-``n_classes`` on
+Fashion-MNIST (a CPU-sized net; ``--fashion-hidden``), where every network (the peers'
+too) trains for 5 epochs with batch 200 and the skbayes estimators in float32, the image
+protocol of issue 23. Elsewhere every estimator keeps its own defaults (its ``max_iter`` and
+stopping rule).
 
 Peers
 -----
@@ -1128,6 +1129,7 @@ def main(argv=None):
     ap.add_argument("--fashion-rows", type=int, default=10_000, help="Fashion-MNIST training rows")
     ap.add_argument("--fashion-test-rows", type=int, default=10_000, help="Fashion-MNIST test rows (random subset)")
     ap.add_argument("--fashion-hidden", default="100", help="hidden layers on Fashion-MNIST, e.g. 400,400")
+    ap.add_argument("--hidden", default="50", help="hidden layers on the other data sets, e.g. 50,50")
     ap.add_argument(
         "--image-scaling",
         choices=("pixel", "global", "scale", "centred"),
@@ -1242,6 +1244,7 @@ def main(argv=None):
         print(f"overrides: {args.set}")
 
     fashion_hidden = tuple(int(h) for h in args.fashion_hidden.split(",") if h)
+    hidden = tuple(int(h) for h in args.hidden.split(",") if h)
     # the fits each task needs: images 'full' (shift, selective) and 'ood'; tabular 'full'; regression both splits
     fits = []
     for d in datasets:
@@ -1287,7 +1290,7 @@ def main(argv=None):
                         seed=seed,
                         overrides=ov,
                         optional=optional.get(m, {}),
-                        hidden=fashion_hidden if d == "fashion" else (50,),
+                        hidden=fashion_hidden if d == "fashion" else hidden,
                         epochs=epochs,
                         severities=SEVERITIES if "shift" in tasks else (0,),
                         data_dir=args.data,
@@ -1301,7 +1304,7 @@ def main(argv=None):
                     )
                 )
     print(
-        f"{len(jobs)} fits; hidden layers (50,), Fashion-MNIST {fashion_hidden} "
+        f"{len(jobs)} fits; hidden layers {hidden}, Fashion-MNIST {fashion_hidden} "
         f"({args.fashion_rows} training rows, {args.fashion_test_rows} test rows)"
         + {
             "pixel": ", Fashion-MNIST standardised per pixel",
