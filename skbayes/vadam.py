@@ -60,8 +60,8 @@ _AUTO_LEARNING_RATE = ("auto", {"vadam": 0.003, "vprop": "auto"})
 #: network: Vadam's untempered posterior with a constant step; Vprop's temperature of 0.3 with the
 #: step decay of 30 epochs, chosen by the defaults protocol's regression group
 #: (docs/defaults_protocol.md, "Vprop through the protocol").
-_REGRESSOR_KL_WEIGHT = ({"vadam": 1.0, "vprop": 0.3}, {"vadam": 1.0, "vprop": 0.3})
-_REGRESSOR_DECAY_EPOCHS = ({"vadam": None, "vprop": 30}, {"vadam": None, "vprop": 30})
+_REGRESSOR_KL_WEIGHT = ({"vadam": 1.0, "vprop": 0.3},) * 2  # (small, large): the same
+_REGRESSOR_DECAY_EPOCHS = ({"vadam": None, "vprop": 30},) * 2
 #: ``VadamClassifier``'s by method and network size: Vadam's untempered posterior at constant
 #: steps (sampled predictive on small networks, GLM on large ones); Vprop's temperature of 0.3,
 #: GLM predictive and step decay of 30 epochs on small networks, chosen by the defaults
@@ -85,7 +85,7 @@ class VadamRegressor(BayesianNetworkRegressor):
         "kl_weight": _REGRESSOR_KL_WEIGHT,
         "decay_epochs": _REGRESSOR_DECAY_EPOCHS,
     }
-    _param_docs = {**getattr(BayesianNetworkRegressor, "_param_docs", {}), "decay_epochs": _DECAY_DOC}
+    _param_docs = {"decay_epochs": _DECAY_DOC}  # the regressor has no face-specific entries of its own
 
     def __init__(
         self,

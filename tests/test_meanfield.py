@@ -209,7 +209,8 @@ def test_vadam_shares_slangs_defaults(Est):
     posterior predicts worse (slang.md, stopping),
     and the regressor's ``predictive`` (SLANG's classifier and Vadam's are both 'auto', GLM on
     large networks), ``kl_weight`` and ``decay_epochs``: 'auto', by method (the protocol chose 1
-    and constant steps for Vadam, 0.3 and a decay for Vprop; test_vadam_auto_temperature...)."""
+    and constant steps for Vadam, 0.3 and a decay for Vprop;
+    test_vadam_auto_temperature_and_decay_by_method)."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
     own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "tol", "predictive", "kl_weight", "decay_epochs"}
     assert Est().get_params()["decay_epochs"] == "auto"
