@@ -570,22 +570,28 @@ def mixture_lpd(y, mu, sd):
 
 
 def _abs_moment(m, s):
-    """``E|Z|`` for ``Z ~ N(m, s^2)``."""
-    from scipy.stats import norm
+    """``E|Z|`` for ``Z ~ N(m, s^2)`` (torch tensors)."""
+    import torch
 
     z = m / s
-    return m * (2.0 * norm.cdf(z) - 1.0) + 2.0 * s * norm.pdf(z)
+    return m * torch.erf(z / math.sqrt(2.0)) + s * math.sqrt(2.0 / math.pi) * torch.exp(-0.5 * z * z)
 
 
-def mixture_crps(y, mu, sd, chunk=256):
-    """Closed-form CRPS of a uniform Gaussian mixture: ``E|X - y| - E|X - X'| / 2`` (Grimit et al. 2006)."""
+def mixture_crps(y, mu, sd, cells=1 << 22):
+    """Closed-form CRPS of a uniform Gaussian mixture: ``E|X - y| - E|X - X'| / 2`` (Grimit et al. 2006),
+    over blocks of rows whose ``K x K`` component pairs take at most about ``cells`` entries (the
+    pairs cost ``K^2`` per row: 1,000 components on 320 rows take about 9 s on one thread)."""
+    import torch
+
+    mu, sd, y = (torch.as_tensor(np.asarray(a, dtype=np.float64)) for a in (mu, sd, y))
     out = []
+    chunk = max(1, cells // (mu.shape[0] ** 2))
     for i in range(0, len(y), chunk):
         m, s, yy = mu[:, i : i + chunk], sd[:, i : i + chunk], y[i : i + chunk]
         first = _abs_moment(yy[None] - m, s).mean(0)
-        pair = _abs_moment(m[:, None] - m[None], np.sqrt(s[:, None] ** 2 + s[None] ** 2)).mean((0, 1))
+        pair = _abs_moment(m[:, None] - m[None], torch.sqrt(s[:, None] ** 2 + s[None] ** 2)).mean((0, 1))
         out.append(first - 0.5 * pair)
-    return float(np.mean(np.concatenate(out)))
+    return float(torch.cat(out).mean())
 
 
 def mixture_quantile(q, mu, sd, iters=60):
