@@ -44,7 +44,7 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
         max_iter="auto",
         batch_size="auto",
         mc_samples=1,
-        predict_samples=100,
+        predict_samples="auto",
         init="iblm",
         iblm_batch_size=128,
         kl_annealing=None,

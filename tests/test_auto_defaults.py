@@ -224,13 +224,63 @@ def test_classifiers_predict_samples_auto_is_the_work_rule(Est):
 
 
 @pytest.mark.parametrize("Est", REGRESSORS, ids=lambda e: e.__name__)
-def test_regressors_keep_100_prediction_samples(Est):
-    """The regressors' default stays 100 samples and 'auto' is not one of their values."""
-    from skbayes.exceptions import InvalidParameterError
+def test_regressors_predict_samples_auto_is_the_work_rule(Est):
+    """``MCDropoutRegressor`` defaults to ``predict_samples='auto'``, the other regressors to 100
+    (the defaults protocol's regression group); every regressor takes 'auto' with the classifiers'
+    rule, and predicts exactly as that number."""
+    from skbayes import MCDropoutRegressor
 
-    assert Est().get_params()["predict_samples"] == 100
-    with pytest.raises(InvalidParameterError, match="predict_samples"):
-        Est(predict_samples="auto").fit(*_data(n=20))
+    assert Est().get_params()["predict_samples"] == ("auto" if Est is MCDropoutRegressor else 100)
+    X, y = _data(n=40)
+    for hidden, expected in (((20,), 1000), ((160,), 4_000_000 // _n_weights(X.shape[1], (160,), 1))):
+        params = dict(hidden_layer_sizes=hidden, max_iter=1, random_state=0, predict_samples="auto")
+        if "predictive" in Est().get_params():
+            params["predictive"] = "sampled"
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            warnings.simplefilter("ignore", PoorFitWarning)
+            est = Est(**params).fit(X, y.astype(float))
+        assert est._n_predict_samples() == expected
+        if hidden == (160,):
+            assert 100 < expected < 1000
+            mean, std = est.predict(X[:5], return_std=True)
+            explicit = est.set_params(predict_samples=expected).predict(X[:5], return_std=True)
+            np.testing.assert_array_equal(mean, explicit[0])
+            np.testing.assert_array_equal(std, explicit[1])
+
+
+def test_more_prediction_samples_raise_the_log_density_beyond_the_data():
+    """The sampled mixture's log density is biased downwards by the Monte Carlo error, most
+    where the predictive is wide: MC dropout beyond the training inputs reads a higher log
+    density at 1000 masks than at 100 (means over 20 prediction seeds, apart by more than four
+    of their standard errors), and its default ('auto': 1000 masks on this network) scores
+    ``log_likelihood`` as the 1000-mask mixture."""
+    from scipy.special import logsumexp
+    from scipy.stats import norm
+
+    from skbayes import MCDropoutRegressor
+
+    rng = np.random.RandomState(0)
+    X = rng.uniform(-1, 1, (200, 2))
+    Xe = rng.uniform(1.2, 2.0, (200, 2))  # beyond the training inputs
+
+    def target(Z):
+        return np.sin(2 * Z[:, 0]) + 0.5 * Z[:, 1]
+
+    y, ye = target(X) + 0.1 * rng.randn(200), target(Xe) + 0.1 * rng.randn(200)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        est = MCDropoutRegressor(random_state=0).fit(X, y)
+
+    def lpd(f):
+        return float(np.mean(logsumexp(norm.logpdf(ye[None], f, est.noise_std_), axis=0) - np.log(len(f))))
+
+    few = np.array([lpd(est.sample_outputs(Xe, n_samples=100, random_state=s)[..., 0]) for s in range(20)])
+    many = np.array([lpd(est.sample_outputs(Xe, n_samples=1000, random_state=s)[..., 0]) for s in range(20)])
+    se = np.hypot(few.std(ddof=1), many.std(ddof=1)) / np.sqrt(20)
+    assert many.mean() - few.mean() > 4 * se, (few.mean(), many.mean(), se)
+    assert est._n_predict_samples() == 1000
+    np.testing.assert_allclose(est.log_likelihood(Xe, ye), lpd(est.sample_outputs(Xe)[..., 0]), rtol=1e-12)
 
 
 def test_more_prediction_samples_lower_the_log_loss_under_shift():
