@@ -28,6 +28,20 @@ def E(type_: str, text: str) -> Entry:
     return Entry(type_, textwrap.dedent(text).strip("\n"))
 
 
+def _predict_samples_entry(lead: str, bias: str) -> Entry:
+    """``predict_samples`` of a face: its ``lead`` and ``bias`` sentences around the wording both
+    faces share (what 'auto' stands for, how the draws are made)."""
+    auto = """
+        'auto': 1000 on networks of up to 4,000 weights, ``4,000,000 // D`` on a network
+        of ``D`` weights above that and 100 from 40,000 weights on (prediction time is
+        linear in it)."""
+    draws = """
+        They are drawn from float32 random numbers, in a float64 model too (the same
+        distribution up to float32's resolution, and several times faster to draw)."""
+    text = "\n".join(textwrap.dedent(t).strip("\n") for t in (lead, auto, bias, draws))
+    return Entry("int or 'auto'", text)
+
+
 #: Parameters shared by every network estimator, in their generic wording.
 PARAMS: dict[str, Entry] = {
     "hidden_layer_sizes": E(
@@ -118,19 +132,15 @@ PARAMS: dict[str, Entry] = {
         """
         Weight samples ``S`` per training step.""",
     ),
-    "predict_samples": E(
-        "int or 'auto'",
+    "predict_samples": _predict_samples_entry(
         """
         Weight samples averaged by the prediction methods, whose predictive is their
-        mixture. 'auto': 1000 on networks of up to 4,000 weights, ``4,000,000 // D``
-        on a network of ``D`` weights above that and 100 from 40,000 weights on
-        (prediction time is linear in it). The mixture's log density is a Monte Carlo
-        estimate biased downwards, less with more samples, most beyond the data:
-        ``MCDropoutRegressor`` defaults to 'auto' (Boston beyond the data: -5.22 at
-        100 samples, -4.75 at 1000), the other regressors to 100, where 1000 did not
-        pass the defaults protocol's bar. They are drawn from float32 random numbers,
-        in a float64 model too (the same distribution up to float32's resolution, and
-        several times faster to draw).""",
+        mixture.""",
+        """
+        The mixture's log density is a Monte Carlo estimate biased downwards, less with
+        more samples, most beyond the data: ``MCDropoutRegressor`` defaults to 'auto'
+        (Boston beyond the data: -5.22 at 100 samples, -4.75 at 1000), the other
+        regressors to 100, where 1000 did not pass the defaults protocol's bar.""",
     ),
     "init": E(
         "{'iblm', 'iblm_random', 'default', 'uninformative', 'heuristic', 'xavier', 'orthogonal', 'lsuv'}",
@@ -353,17 +363,13 @@ REGRESSOR_ATTRS: dict[str, Entry] = {
 
 #: Parameters of the classification face (override the shared entries).
 CLASSIFIER_PARAMS: dict[str, Entry] = {
-    "predict_samples": E(
-        "int or 'auto'",
+    "predict_samples": _predict_samples_entry(
         """
-        Weight samples averaged by the prediction methods. 'auto': 1000 on networks
-        of up to 4,000 weights, ``4,000,000 // D`` on a network of ``D`` weights above
-        that and 100 from 40,000 weights on (prediction time is linear in it). The
-        averaged probabilities are Monte Carlo estimates whose log-loss is biased
-        upwards, less with more samples; at the strongest shift 100 samples were 0.3-5 nats above
-        1000 on digits. They are drawn from float32 random numbers, in a float64
-        model too (the same distribution up to float32's resolution, and several
-        times faster to draw).""",
+        Weight samples averaged by the prediction methods.""",
+        """
+        The averaged probabilities are Monte Carlo estimates whose log-loss is biased
+        upwards, less with more samples; at the strongest shift 100 samples were 0.3-5
+        nats above 1000 on digits.""",
     ),
     "glm_link": E(
         "{'pairwise', 'probit', 'mc'}",
