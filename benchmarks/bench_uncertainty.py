@@ -133,6 +133,7 @@ Run:  python benchmarks/bench_uncertainty.py --quick          (smoke run: digits
 Options: --tasks ood,shift,selective,regression  --datasets digits,fashion,diabetes
          --methods slang,kfac,mlp,ensemble  --seeds 3  --jobs 2  --json out.json
          --methods ens_kfac,ens_vogn   (skbayes.ensemble: 5 posteriors of the method, from 5 seeds)
+         --methods ts_slang,ts_mlp     (classifiers: CalibratedClassifierCV(method="temperature") around them)
          --set slang.kl_weight=0.1  --set '*.predictive="glm"'   (as benchmarks/_harness.py)
          --set '*.device="cuda"' --fashion-rows 60000   (skbayes on a GPU; the peers stay on the CPU)
          --predict-grid predictive=sampled,glm --ood-scores
@@ -178,7 +179,13 @@ PEERS = ("mlp", "ensemble", "logreg", "bayesridge", "gp", "laplace_ll", "laplace
 #: in a default run (each costs five of its member's fits): name them with --methods.
 ENS_MEMBERS = 5
 ENS = tuple("ens_" + m for m in SKB)
-CLF_ONLY, REG_ONLY = ("logreg",), ("bayesridge", "gp")
+#: Temperature scaling of a classifier's probabilities ("ts_slang", "ts_mlp"): scikit-learn's
+#: CalibratedClassifierCV(method="temperature", cv=5, ensemble=False), which fits one
+#: temperature on the method's out-of-fold predictions and refits the method on every training
+#: row (six fits); not in a default run: name them with --methods.
+TS_FOLDS = 5
+TS = tuple("ts_" + m for m in SKB + ("mlp",))
+CLF_ONLY, REG_ONLY = ("logreg",) + TS, ("bayesridge", "gp")
 LABEL = dict(
     SKB_LABEL,
     mlp="MLP",
@@ -190,6 +197,7 @@ LABEL = dict(
     laplace_kron="Laplace KFAC (all)",
 )
 LABEL.update({e: f"{ENS_MEMBERS} x {LABEL[e[4:]]}" for e in ENS})
+LABEL.update({t: f"{LABEL[t[3:]]} + temperature" for t in TS})
 IMAGE = ("digits", "fashion")
 TABULAR_CLF = ("breast_cancer", "wine")
 SUITE_REGRESSION = ("diabetes", "boston", "concrete", "yacht", "winequality")
@@ -499,6 +507,15 @@ def make_model(job, task, n_features):
         member = make_model(dict(job, method=m[4:]), task, n_features)
         cls = PosteriorEnsembleRegressor if task == "reg" else PosteriorEnsembleClassifier
         return cls(member, n_members=ENS_MEMBERS, random_state=seed)
+    if m in TS:  # the method's fit inside scikit-learn's temperature scaling
+        from sklearn.calibration import CalibratedClassifierCV
+        from sklearn.neural_network import MLPClassifier
+
+        if m == "ts_mlp":  # the MLP row's network (MLPEnsemble's first member)
+            inner = MLPClassifier(hidden_layer_sizes=hidden, random_state=100 * seed, **budget)
+        else:
+            inner = make_model(dict(job, method=m[3:]), task, n_features)
+        return CalibratedClassifierCV(inner, method="temperature", cv=TS_FOLDS, ensemble=False)
     if m in SKB_ALL:
         import skbayes
 
@@ -1211,8 +1228,11 @@ def main(argv=None):
     default_methods = SKB if args.sweep else SKB + PEERS
     methods = [m for m in (args.methods.split(",") if args.methods else default_methods) if m]
     for m in methods:
-        if m not in SKB_ALL + PEERS + ENS:
-            ap.error(f"unknown method {m!r}; choose from {list(SKB_ALL + PEERS)} or 'ens_' + a skbayes method")
+        if m not in SKB_ALL + PEERS + ENS + TS:
+            ap.error(
+                f"unknown method {m!r}; choose from {list(SKB_ALL + PEERS)}, 'ens_' + a skbayes method "
+                "or 'ts_' + a skbayes method or mlp"
+            )
     try:
         overrides, optional = parse_overrides(args.set, list(SKB_ALL))
         grid = parse_grid(args.grid)
@@ -1278,7 +1298,8 @@ def main(argv=None):
                 variants.append((label, m, dict(overrides.get(m, {}), **params)))
     else:
         for m in methods:
-            variants.append((LABEL[m], m, overrides.get(m[4:] if m in ENS else m, {})))  # ens_m: m's
+            base = m[4:] if m in ENS else m[3:] if m in TS else m
+            variants.append((LABEL[m], m, overrides.get(base, {})))  # ens_m, ts_m: m's
 
     jobs = []
     for d, fit in fits:
