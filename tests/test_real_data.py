@@ -62,6 +62,13 @@ def test_breast_cancer_accuracy_and_calibration(Clf):
     assert np.mean(ece) < 0.05, ece
 
 
+def _sklearn_at_least(major, minor):
+    import sklearn
+
+    return tuple(int(p) for p in sklearn.__version__.split(".")[:2]) >= (major, minor)
+
+
+@pytest.mark.skipif(not _sklearn_at_least(1, 8), reason="method='temperature' came with scikit-learn 1.8")
 def test_temperature_scaling_sharpens_the_cautious_default_predictive():
     """scikit-learn's temperature scaling composes with a skbayes classifier, and what it
     learns is what docs/uncertainty.md reports: on digits (a stratified 75/25 split) noisy
