@@ -776,6 +776,8 @@ def run_job(job):
                     res.update(regression_metrics(data["yte"], mu, sd))
                 else:
                     score_classifier(model, job, data, classes, res)
+                    if job["method"] in TS:  # the factor temperature scaling multiplies the log-probabilities by
+                        res["ts_factor"] = float(model.calibrated_classifiers_[0].calibrators[0].beta_)
     except Exception as exc:  # a result, not a crash: reported under the table
         results[-1]["problems"].append(f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
         if os.environ.get("BENCH_TRACEBACK"):
@@ -854,6 +856,8 @@ def report(results, variants, tasks, datasets):
             ]
             cols += [(f"acc. @{int(100 * c)}% %", f"acc@{int(100 * c)}", 2, 100.0, True) for c in COVERAGES]
             cols += [("AURC", "aurc", 4, 1.0, False)]
+            if any("ts_factor" in r for r in results if r["dataset"] == d):  # ts_ rows: the learned factor
+                cols += [("temperature factor", "ts_factor", 2, 1.0, None)]
             print_table(f"Selective prediction and in-distribution: {d}", cols + t, groups(d, "full"), variants)
     if "regression" in tasks:
         for fit, what in (
