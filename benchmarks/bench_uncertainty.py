@@ -509,10 +509,9 @@ def make_model(job, task, n_features):
         return cls(member, n_members=ENS_MEMBERS, random_state=seed)
     if m in TS:  # the method's fit inside scikit-learn's temperature scaling
         from sklearn.calibration import CalibratedClassifierCV
-        from sklearn.neural_network import MLPClassifier
 
-        if m == "ts_mlp":  # the MLP row's network (MLPEnsemble's first member)
-            inner = MLPClassifier(hidden_layer_sizes=hidden, random_state=100 * seed, **budget)
+        if m == "ts_mlp":  # the MLP row's network: MLPEnsemble's first member
+            inner = MLPEnsemble(task, 1, hidden, seed, budget)._member(0)
         else:
             inner = make_model(dict(job, method=m[3:]), task, n_features)
         return CalibratedClassifierCV(inner, method="temperature", cv=TS_FOLDS, ensemble=False)
