@@ -11,7 +11,8 @@ Prints per estimator, data set and setting the mean ± standard error over the s
 epochs each fit used and how many fits raised a ``ConvergenceWarning``. Public API only.
 
 Run:  .venv/bin/python benchmarks/bench_stopping.py [--task classifier|regressor] [--splits 3]
-      [--methods slang,vadam]   (about 10 minutes on 2 cores; run the two tasks in parallel)
+      [--methods slang,vadam] [--max-iter 200,auto]
+      (about 10 minutes on 2 cores; run the two tasks in parallel)
 """
 
 import argparse
@@ -64,7 +65,9 @@ def main(argv=None):
     ap.add_argument("--task", choices=["classifier", "regressor"], default=None, help="default: both")
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--methods", default=None, help="comma-separated registry methods (default: all)")
+    ap.add_argument("--max-iter", default="200,auto", help="comma-separated max_iter settings (default: 200,auto)")
     args = ap.parse_args(argv)
+    settings = [v if v == "auto" else int(v) for v in args.max_iter.split(",")]
     torch.set_num_threads(1)
     methods = None if args.methods is None else set(args.methods.split(","))
     print(f"{'estimator':<22} {'data':<14} {'max_iter':>8} {'score':>18} {'warned':>6}  epochs")
@@ -73,7 +76,7 @@ def main(argv=None):
             if methods is not None and info.method not in methods:
                 continue
             for dname, loader in DATA[task].items():
-                for max_iter in (200, "auto"):
+                for max_iter in settings:
                     t0 = time.perf_counter()
                     mean, se, epochs, warned = run_cell(info, loader, max_iter, args.splits)
                     print(
