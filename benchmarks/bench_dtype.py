@@ -7,7 +7,8 @@ float32 score should differ from the float64 one by about what the seed changes.
 
 Run: ``python benchmarks/bench_dtype.py [--max-iter 50] [--only SLANGRegressor,...] [--fashion 3000]``
 (``--fashion N``: also a stratified subset of N Fashion-MNIST rows, from Debian's
-``dataset-fashion-mnist``).
+``dataset-fashion-mnist``). ``--seeds N`` (N > 2) fits both dtypes at seeds 0 to N-1 instead
+and prints each dtype's mean score ± standard error over the seeds.
 """
 
 from __future__ import annotations
@@ -67,13 +68,20 @@ def main():
     parser.add_argument("--only", default=None)
     parser.add_argument("--fashion", type=int, default=0, help="rows of a Fashion-MNIST subset (0: none)")
     parser.add_argument("--data", default=None, help="comma-separated data sets (default: all)")
+    parser.add_argument("--seeds", type=int, default=2, help="N > 2: both dtypes at seeds 0..N-1, means")
     args = parser.parse_args()
     torch.set_num_threads(1)
     fashion = _fashion(args.fashion) if args.fashion else None
-    print(
-        "| data | estimator | float64 (seed 0) | float64 (seed 1) | float32 (seed 0) | float32 - float64 | seed noise |"
-    )
-    print("|---|---|---:|---:|---:|---:|---:|")
+    many = args.seeds > 2
+    if many:
+        print(f"| data | estimator | float64 (seeds 0-{args.seeds - 1}) | float32 | float32 - float64 |")
+        print("|---|---|---:|---:|---:|")
+    else:
+        print(
+            "| data | estimator | float64 (seed 0) | float64 (seed 1) | float32 (seed 0) | float32 - float64"
+            " | seed noise |"
+        )
+        print("|---|---|---:|---:|---:|---:|---:|")
     for data, (kind, Xtr, Xte, ytr, yte) in datasets(fashion).items():
         if args.data and data not in args.data.split(","):
             continue
@@ -82,8 +90,13 @@ def main():
             if args.only and name not in args.only.split(","):
                 continue
             cls = getattr(skbayes, name)
+            runs = (
+                [(f"{d}_{k}", d, k) for d in ("float64", "float32") for k in range(args.seeds)]
+                if many
+                else [("64a", "float64", 0), ("64b", "float64", 1), ("32", "float32", 0)]
+            )
             res = {}
-            for key, dtype, seed in (("64a", "float64", 0), ("64b", "float64", 1), ("32", "float32", 0)):
+            for key, dtype, seed in runs:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     try:
@@ -91,6 +104,17 @@ def main():
                         res[key] = score(est, Xte, yte, kind)
                     except Exception as exc:  # noqa: BLE001 - reported in the table
                         res[key] = (float("nan"), f"{type(exc).__name__}: {exc}"[:60])
+            if many:
+                cells = []
+                for d in ("float64", "float32"):
+                    v = np.array([res[f"{d}_{k}"][0] for k in range(args.seeds)])
+                    cells.append((v.mean(), v.std(ddof=1) / np.sqrt(len(v))))
+                (m64, s64), (m32, s32) = cells
+                print(
+                    f"| {data} | {name} | {m64:.3f} ± {s64:.3f} | {m32:.3f} ± {s32:.3f} | {m32 - m64:+.3f} |",
+                    flush=True,
+                )
+                continue
             a, b, c = (res[k][0] for k in ("64a", "64b", "32"))
             print(
                 f"| {data} | {name} | {a:.3f} | {b:.3f} | {c:.3f} | {c - a:+.3f} | {abs(b - a):.3f} |"
