@@ -25,6 +25,11 @@ from sklearn.preprocessing import StandardScaler
 
 import skbayes
 
+try:
+    from _harness import fmt, mean_se
+except ImportError:  # imported as benchmarks.bench_dtype
+    from benchmarks._harness import fmt, mean_se
+
 
 def _split(X, y, stratify):
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=0, stratify=y if stratify else None)
@@ -105,13 +110,9 @@ def main():
                     except Exception as exc:  # noqa: BLE001 - reported in the table
                         res[key] = (float("nan"), f"{type(exc).__name__}: {exc}"[:60])
             if many:
-                cells = []
-                for d in ("float64", "float32"):
-                    v = np.array([res[f"{d}_{k}"][0] for k in range(args.seeds)])
-                    cells.append((v.mean(), v.std(ddof=1) / np.sqrt(len(v))))
-                (m64, s64), (m32, s32) = cells
+                m64, m32 = (mean_se([res[f"{d}_{k}"][0] for k in range(args.seeds)]) for d in ("float64", "float32"))
                 print(
-                    f"| {data} | {name} | {m64:.3f} ± {s64:.3f} | {m32:.3f} ± {s32:.3f} | {m32 - m64:+.3f} |",
+                    f"| {data} | {name} | {fmt(*m64, 3)} | {fmt(*m32, 3)} | {m32[0] - m64[0]:+.3f} |",
                     flush=True,
                 )
                 continue
