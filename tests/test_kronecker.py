@@ -14,7 +14,7 @@ import skbayes.posteriors.kfac as kfac_posteriors
 from skbayes import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
 from skbayes._likelihoods import Categorical
-from skbayes._networks import DenseSpec, ParamLayout, kron_layers
+from skbayes._networks import DenseSpec, ParamLayout, kron_layers, layer_map
 from skbayes.exceptions import UnsupportedLayerError
 from skbayes.posteriors.kfac import DampedFactor, KroneckerBlock
 
@@ -64,6 +64,28 @@ def test_layer_matrix_layout_round_trip():
         torch.testing.assert_close(theta[l.vec_index()], W.T.reshape(-1))
         assert (mod.bias is None) == (not l.has_bias)
     torch.testing.assert_close(back, theta)
+
+
+def test_layer_map_moves_the_same_values_as_the_per_layer_slices():
+    """LayerMap.to_flat / to_mats (one indexing operation for all layers) equal the layers'
+    mat_to_flat / flat_to_mat exactly, with and without biases, for a conv layer and with
+    leading sample dimensions."""
+    net = nn.Sequential(
+        nn.Conv2d(2, 3, 2), nn.ReLU(), nn.Flatten(), nn.Linear(12, 4, bias=False), nn.ReLU(), nn.Linear(4, 2)
+    ).double()
+    layout = ParamLayout(net)
+    layers = kron_layers(net, layout)
+    lmap = layer_map(layers, torch.device("cpu"))
+    theta = torch.randn(5, 3, layout.size, dtype=DT, generator=torch.Generator().manual_seed(0))
+    mats = lmap.to_mats(theta)
+    for l, W in zip(layers, mats):
+        assert torch.equal(W, l.flat_to_mat(theta))
+    want = torch.full_like(theta, float("nan"))
+    for l, W in zip(layers, mats):
+        l.mat_to_flat(W, want)
+    assert torch.equal(lmap.to_flat(mats), want)
+    assert torch.equal(lmap.to_flat(mats), theta)
+    assert layer_map(layers, torch.device("cpu")) is lmap  # one kept per geometry
 
 
 def test_kfac_covariance_and_precision_equal_kronecker_formula():

@@ -14,7 +14,7 @@ from torch import Tensor
 from .._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
 from .._docs import E
 from .._linalg import sym_eig
-from .._networks import kron_layers
+from .._networks import kron_layers, layer_map
 from .._validation import NONE, Interval, Options
 from ..posteriors.kfac import DampedFactor, EigenBlock, KroneckerBlock, KroneckerGaussian
 from .base import (
@@ -408,20 +408,22 @@ class KFACFamily(PosteriorFamily[KroneckerGaussian]):
         )
         w_rows = None if w is None else w.repeat(S)  # rows are sample-major (s * M + i)
         alpha = float(self.learning_rate)
-        step = torch.empty_like(post.mean_t)  # every entry belongs to one layer's block
+        steps = []  # every layer's block of the step
         vFv = 0.0
-        W_mean = theta[0] if theta.shape[0] == 1 else theta.mean(0)
-        for l, st, lam, (A, Dt, Df) in zip(layers, state["layers"], state["layer_prior"], rows):
+        lmap = layer_map(layers, post.mean_t.device)
+        W_mean = lmap.to_mats(theta[0] if theta.shape[0] == 1 else theta.mean(0))
+        for W, st, lam, (A, Dt, Df) in zip(W_mean, state["layers"], state["layer_prior"], rows):
             g_in = self._gamma_in(state, ctx.kl_scale, lam)
             gamma = g_in + float(self.damping)
             self._update_layer(st, A, Df, k, w_rows)
             # V = grad_W log p - gamma_in W (at the sampled weights), then preconditioned by the damped
             # factors (K-FAC) or in the eigenbasis (EK-FAC); the mean gradient -A^T Dt / m and the
             # damping term in one GEMM
-            V = layer_grad(A, Dt, out=l.flat_to_mat(W_mean), beta=-g_in, alpha=-1.0)
+            V = layer_grad(A, Dt, out=W, beta=-g_in, alpha=-1.0)
             P = self._precondition(st, V, gamma)
-            l.mat_to_flat(P, step)
+            steps.append(P)
             vFv += float((P * V).sum())
+        step = lmap.to_flat(steps)
         clip = 1.0
         if self.kl_clip is not None and vFv > 0 and alpha * alpha * vFv > 0:
             # K-FAC's trust region (Ba et al., 2017; the noisy K-FAC code uses 1e-3): rescale

@@ -12,13 +12,14 @@ layer geometry).
 from .build import ACTIVATIONS, build_mlp, init_layers, make_module, materialize
 from .dense import DenseSpec
 from .forward import NetworkForward
-from .geometry import KronLayer, SharedOnCopy, call_order, kron_layers, ordered_layers
+from .geometry import KronLayer, LayerMap, SharedOnCopy, call_order, kron_layers, layer_map, ordered_layers
 from .layout import ParamLayout
 
 __all__ = [
     "ACTIVATIONS",
     "DenseSpec",
     "KronLayer",
+    "LayerMap",
     "NetworkForward",
     "ParamLayout",
     "SharedOnCopy",
@@ -27,6 +28,7 @@ __all__ = [
     "call_order",
     "init_layers",
     "kron_layers",
+    "layer_map",
     "make_module",
     "ordered_layers",
 ]

@@ -173,6 +173,59 @@ class KronLayer(SharedOnCopy):
 _LAYERWISE_INITS = "'iblm', 'iblm_random', 'uninformative', 'heuristic', 'xavier', 'orthogonal' or 'lsuv'"
 
 
+class LayerMap:
+    """All the layers' weight matrices to and from the flat vector in one indexing operation
+    each, for layers that cover the flat vector exactly (:func:`kron_layers` checks it).
+
+    ``KronLayer.mat_to_flat`` / ``flat_to_mat`` take several slices, transposes and copies a
+    layer; on the small networks of tabular data, where a step is a few hundred small
+    operations, those are a tenth of a noisy K-FAC step. The values moved are the same.
+    Build it with :func:`layer_map`, which keeps one per geometry and device.
+    """
+
+    def __init__(self, layers: list[KronLayer], device: torch.device) -> None:
+        src = []
+        for l in layers:
+            i = torch.arange(l.n)[:, None].expand(l.n, l.p)
+            j = torch.arange(l.p)[None, :].expand(l.n, l.p)
+            pos = (l.w_off + j * l.n_in + i).clone()  # W[i, j] of W = [weight.T; bias]
+            if l.has_bias:
+                assert l.b_off is not None
+                pos[l.n_in] = l.b_off + torch.arange(l.p)
+            src.append(pos.reshape(-1))
+        cat = torch.cat(src)
+        inv = torch.empty_like(cat)
+        inv[cat] = torch.arange(cat.numel())
+        self.src, self.inv = cat.to(device), inv.to(device)
+        self.shapes = [(l.n, l.p) for l in layers]
+        self.sizes = [l.n * l.p for l in layers]
+
+    def to_flat(self, mats: list[Tensor]) -> Tensor:
+        """Matrices ``(..., n, p)``, one a layer, as flat vectors ``(..., D)``."""
+        lead = mats[0].shape[:-2]
+        return torch.cat([M.reshape(*lead, -1) for M in mats], -1)[..., self.inv]
+
+    def to_mats(self, theta: Tensor) -> list[Tensor]:
+        """Flat vectors ``(..., D)`` as the layers' matrices ``(..., n, p)`` (contiguous copies)."""
+        lead = theta.shape[:-1]
+        parts = theta[..., self.src].split(self.sizes, -1)
+        return [part.reshape(*lead, n, p) for part, (n, p) in zip(parts, self.shapes)]
+
+
+_LAYER_MAPS: dict[tuple[Any, ...], LayerMap] = {}
+
+
+def layer_map(layers: list[KronLayer], device: torch.device) -> LayerMap:
+    """The :class:`LayerMap` of ``layers`` on ``device`` (one kept per geometry)."""
+    key = (str(device), *((l.w_off, l.b_off, l.n_in, l.p, l.has_bias) for l in layers))
+    m = _LAYER_MAPS.get(key)
+    if m is None:
+        if len(_LAYER_MAPS) >= 64:
+            _LAYER_MAPS.clear()
+        m = _LAYER_MAPS[key] = LayerMap(layers, device)
+    return m
+
+
 def kron_layers(module: nn.Module, layout: ParamLayout) -> list[KronLayer]:
     """The Kronecker blocks of ``module``, or a clear error for an unsupported layer."""
     pos = dict(zip(layout.names, layout.offsets))

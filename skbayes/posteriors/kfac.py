@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 
 from .._linalg import randn, sym_eig
-from .._networks import KronLayer, SharedOnCopy
+from .._networks import KronLayer, SharedOnCopy, layer_map
 from ._common import MAX_DENSE_SIZE, PosteriorMixin, is_scalar_precision, vector_prior_kl
 
 #: Factors up to this size whiten rows (and transform a prediction's normal draws) by a matrix
@@ -353,6 +353,12 @@ class KroneckerGaussian(PosteriorMixin):
         self, n: int, generator: torch.Generator | None, first: int = 0, prediction: bool = False
     ) -> Tensor:
         """``n`` weight samples ``(n, D)``; the blocks before ``first`` are left at the mean."""
+        if first == 0:  # every block's noise, placed in the flat vector by one indexing operation
+            noise = [
+                b.transform(randn((n, l.n, l.p), self.mean_t, generator, prediction), kept=prediction)
+                for l, b in zip(self.layers, self.blocks)
+            ]
+            return self.mean_t + layer_map(self.layers, self.mean_t.device).to_flat(noise)
         theta = self.mean_t.repeat(n, 1)  # one pass over (n, D); each block's noise added in place
         for l, b in zip(self.layers[first:], self.blocks[first:]):
             X = randn((n, l.n, l.p), self.mean_t, generator, prediction)
@@ -427,10 +433,7 @@ class KroneckerGaussian(PosteriorMixin):
         return self.blocks[0].output_draws(*moments, eps)
 
     def variance_t(self) -> Tensor:
-        var = torch.zeros_like(self.mean_t)
-        for l, b in zip(self.layers, self.blocks):
-            l.mat_to_flat(b.variance(), var)
-        return var
+        return layer_map(self.layers, self.mean_t.device).to_flat([b.variance() for b in self.blocks])
 
     def covariance_apply_t(self, x: Tensor) -> Tensor:
         vec = x.dim() == 1
