@@ -268,6 +268,10 @@ class BayesianNetwork(BaseEstimator):
     #: :data:`LARGE_NETWORK_WEIGHTS` weights and for larger ones, each a value or a dict by
     #: ``method`` (docs/defaults_protocol.md, "Defaults chosen by the protocol").
     _auto_by_size: dict[str, tuple[Any, Any]] = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "sampled")}
+    #: What ``prior_precision=None`` stands for, by ``method``: set on a class whose default
+    #: prior differs between its methods (the defaults protocol's values); None elsewhere,
+    #: where ``prior_precision`` is a number or ``'auto'``.
+    _prior_by_method: dict[str, float] | None = None
 
     # The fitted state, declared for the type checker (set by ``_initialize`` and the fits;
     # the loop trains the part in ``_loop.TrainingState``).
@@ -355,6 +359,8 @@ class BayesianNetwork(BaseEstimator):
         for name in cls._auto_by_size:  # 'auto' by network size: resolved before the family sees it
             if name in merged and not any(isinstance(c, Options) and "auto" in c.options for c in merged[name]):
                 merged[name] = [*merged[name], Options(("auto",))]
+        if cls._prior_by_method is not None:  # None: the method's prior, resolved before the family sees it
+            merged["prior_precision"] = [*merged["prior_precision"], NONE]
         return merged
 
     def _validate_params(self) -> None:
@@ -370,6 +376,8 @@ class BayesianNetwork(BaseEstimator):
         for name in self._sized_params():
             if params.get(name) == "auto":
                 params[name] = self._resolve_auto(name, n_weights)
+        if self._prior_by_method is not None and params.get("prior_precision") is None:
+            params["prior_precision"] = self._prior_by_method[params["method"]]
         return self._family(params)
 
     def _sized_params(self) -> list[str]:

@@ -83,7 +83,9 @@ def test_protocol_values_differ_by_size_where_documented():
         if "kl_weight" in e.estimator().get_params()
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
-    assert changed == {"VadamClassifier", "NoisyKFACClassifier", "VOGNClassifier"}
+    assert changed == {"NoisyKFACClassifier", "VOGNClassifier"}
+    assert VadamClassifier._auto_by_size["kl_weight"] == (0.3, 1.0)
+    assert VadamClassifier._auto_by_size["predictive"] == ("glm", "glm")
     assert NoisyEKFACClassifier._auto_by_size["kl_weight"] == (0.1, 0.01)
     assert SLANGClassifier._auto_by_size == {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
     assert VOGNClassifier._auto_by_size == {"kl_weight": (0.3, 0.3), "predictive": ("glm", "sampled")}
@@ -131,6 +133,30 @@ def test_vadam_learning_rate_auto_by_size_and_method(Est, hidden):
     np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
     assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
     np.testing.assert_array_equal(vprop_auto.posterior_.mean, vprop.posterior_.mean)
+
+
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_vadam_classifier_prior_none_by_method(hidden):
+    """VadamClassifier's default ``prior_precision=None`` is 3 for Vadam and 1 for Vprop on every
+    network (the defaults protocol's values), bit for bit, and the other value gives another fit;
+    the parameter is left as given. Every other estimator rejects None."""
+    X, y = _data()
+    common = dict(hidden_layer_sizes=hidden, max_iter=2, predict_samples=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        for method, value, other in (("vadam", 3.0, 1.0), ("vprop", 1.0, 3.0)):
+            auto = VadamClassifier(**common, method=method).fit(X, y)
+            explicit = VadamClassifier(**common, method=method, prior_precision=value).fit(X, y)
+            changed = VadamClassifier(**common, method=method, prior_precision=other).fit(X, y)
+            assert auto.prior_precision is None
+            assert set(auto.prior_precision_.values()) == {value}
+            np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
+            assert not np.array_equal(auto.posterior_.mean, changed.posterior_.mean)
+    assert VadamRegressor().prior_precision == 1.0
+    for Est in (VadamRegressor, NoisyKFACClassifier):
+        with pytest.raises(ValueError, match="prior_precision"):
+            Est(prior_precision=None).fit(X, y if Est is not VadamRegressor else X[:, 0])
 
 
 def _auto_explicit_other(Est, hidden, name, value, other_value):

@@ -209,10 +209,14 @@ def test_vadam_shares_slangs_defaults(Est):
     posterior predicts worse (slang.md, stopping),
     and the regressor's ``predictive`` (SLANG's classifier and Vadam's are both 'auto', GLM on
     large networks), ``kl_weight`` and ``decay_epochs``: 'auto', by method (the protocol chose 1
-    and constant steps for Vadam, 0.3 and a decay for Vprop;
-    test_vadam_auto_temperature_and_decay_by_method)."""
+    and constant steps for Vadam's regressor, 0.3 and a decay for Vprop;
+    test_vadam_auto_temperature_and_decay_by_method), and the classifier's ``prior_precision``
+    (None: 3 for Vadam, 1 for Vprop; test_auto_defaults.py)."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
     own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "tol", "predictive", "kl_weight", "decay_epochs"}
+    if Est is VadamClassifier:
+        own.add("prior_precision")
+        assert Est().get_params()["prior_precision"] is None
     assert Est().get_params()["decay_epochs"] == "auto"
     assert Est().get_params()["predictive"] == ("auto" if Est is VadamClassifier else "sampled")
     assert Est().get_params()["kl_weight"] == "auto"
@@ -374,7 +378,15 @@ def test_initial_precision_is_slangs(monkeypatch, init):
     """s0 from the initialiser's variances gives the precision SLANG (rank 0) starts from."""
     X, y = _small_data("logreg", n=200)
     # the same temperature: the start's data precision is divided by kl_weight
-    kw = dict(hidden_layer_sizes=(5,), init=init, iblm_batch_size=50, max_iter=1, random_state=0, kl_weight=1.0)
+    kw = dict(
+        hidden_layer_sizes=(5,),
+        init=init,
+        iblm_batch_size=50,
+        max_iter=1,
+        random_state=0,
+        kl_weight=1.0,
+        prior_precision=1.0,
+    )
     vad = VadamClassifier(**kw)
     rec = _Recorder(monkeypatch, vad)
     seen = []
@@ -514,7 +526,8 @@ def test_vadam_auto_temperature_and_decay_by_method(method, expected):
     """VadamRegressor's kl_weight='auto' and decay_epochs='auto' stand for each method's protocol
     values on every network (Vadam: the untempered posterior at constant steps, as before; Vprop:
     the regression group's 0.3 with the decay of 30 epochs), VadamClassifier's with its predictive
-    by network size; a default fit is bit for bit the fit with those values passed."""
+    by network size (and the prior precision its None stands for); a default fit is bit for bit
+    the fit with those values passed."""
     from skbayes import VadamRegressor
 
     est = VadamRegressor(method=method)
@@ -524,11 +537,13 @@ def test_vadam_auto_temperature_and_decay_by_method(method, expected):
         assert (family.kl_weight, family.decay_epochs) == expected
     clf = VadamClassifier(method=method)
     assert clf.kl_weight == "auto" and clf.decay_epochs == "auto" and clf.predictive == "auto"
-    small = {"vadam": (1.0, None, "sampled"), "vprop": (0.3, 30, "glm")}[method]  # the small group's
+    small = {"vadam": (0.3, None, "glm"), "vprop": (0.3, 30, "glm")}[method]  # the small group's
     large = (1.0, None, "glm")  # the image group's, Vadam's (Vprop's large networks not measured)
+    prior = {"vadam": 3.0, "vprop": 1.0}[method]
     for n_weights, want in ((100, small), (10**6, large)):
         family = clf._make_family(n_weights)
         assert (family.kl_weight, family.decay_epochs, clf._resolve_auto("predictive", n_weights)) == want
+        assert family.prior_precision == prior
     rng = np.random.RandomState(0)
     X = rng.randn(80, 3)
     y = X[:, 0] - X[:, 1] ** 2 + 0.1 * rng.randn(80)
