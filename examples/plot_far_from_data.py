@@ -20,10 +20,10 @@ Beyond the data the point estimates reach certainty; SLANG's and noisy K-FAC's
 confidence levels off or falls. Noisy EK-FAC's default prior precision of 3, chosen for
 its fit on data like the training data (docs/defaults_protocol.md, "The prior precision at
 each classifier's temperature"), holds its posterior close to its mean here, nearly as sure
-as the point estimates; with a prior precision of 1 it flags setosa. Its small jumps are where a hidden unit switches on or off:
-the linearised (GLM) predictive, these classifiers' default on small networks,
-takes its variance from the network's Jacobian, which changes with the units
-that are active.
+as the point estimates; with a prior precision of 1 it flags setosa. The curves' small
+jumps are where a hidden unit switches on or off: the linearised (GLM) predictive, these
+classifiers' default on small networks, takes its variance from the network's Jacobian,
+which changes with the units that are active.
 
 ``bench_uncertainty.py --tasks ood --datasets iris --ood-half upper`` measures the
 same on three splits (docs/uncertainty.md, "Against the targets").

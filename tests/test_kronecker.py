@@ -14,7 +14,7 @@ import skbayes.posteriors.kfac as kfac_posteriors
 from skbayes import NoisyEKFACClassifier, NoisyEKFACRegressor, NoisyKFACClassifier, NoisyKFACRegressor
 from skbayes._curvature import kron_batch, layer_grad, layer_stats, projected_second_moment
 from skbayes._likelihoods import Categorical
-from skbayes._networks import DenseSpec, ParamLayout, kron_layers, layer_map
+from skbayes._networks import DenseSpec, LayerMap, ParamLayout, kron_layers, layer_map
 from skbayes.exceptions import UnsupportedLayerError
 from skbayes.posteriors.kfac import DampedFactor, KroneckerBlock
 
@@ -66,10 +66,12 @@ def test_layer_matrix_layout_round_trip():
     torch.testing.assert_close(back, theta)
 
 
-def test_layer_map_moves_the_same_values_as_the_per_layer_slices():
-    """LayerMap.to_flat / to_mats (one indexing operation for all layers) equal the layers'
-    mat_to_flat / flat_to_mat exactly, with and without biases, for a conv layer and with
-    leading sample dimensions."""
+@pytest.mark.parametrize("gather_max", [10**9, 0], ids=["gather", "layer by layer"])
+def test_layer_map_moves_the_same_values_as_the_per_layer_slices(monkeypatch, gather_max):
+    """LayerMap.to_flat / to_mats (one indexing operation for all layers, or layer by layer
+    beyond GATHER_MAX values) equal the layers' mat_to_flat / flat_to_mat exactly, with and
+    without biases, for a conv layer and with leading sample dimensions."""
+    monkeypatch.setattr(LayerMap, "GATHER_MAX", gather_max)
     net = nn.Sequential(
         nn.Conv2d(2, 3, 2), nn.ReLU(), nn.Flatten(), nn.Linear(12, 4, bias=False), nn.ReLU(), nn.Linear(4, 2)
     ).double()

@@ -174,14 +174,21 @@ _LAYERWISE_INITS = "'iblm', 'iblm_random', 'uninformative', 'heuristic', 'xavier
 
 
 class LayerMap:
-    """All the layers' weight matrices to and from the flat vector in one indexing operation
-    each, for layers that cover the flat vector exactly (:func:`kron_layers` checks it).
+    """All the layers' weight matrices to and from the flat vector, for layers that cover the
+    flat vector exactly (:func:`kron_layers` checks it).
 
     ``KronLayer.mat_to_flat`` / ``flat_to_mat`` take several slices, transposes and copies a
     layer; on the small networks of tabular data, where a step is a few hundred small
-    operations, those are a tenth of a noisy K-FAC step. The values moved are the same.
+    operations, those are a tenth of a noisy K-FAC step. Up to ``GATHER_MAX`` values in all
+    this map moves them in one indexing operation instead; more values go layer by layer,
+    where the gather, at about three times the memory traffic of the slices, is slower (one
+    thread: 20 against 38 us for one vector of 3,760 weights, 2.2 against 1.0 ms for 1,000 of
+    501, 0.27 against 0.13 ms for one of 79,510). The values moved are the same either way.
     Build it with :func:`layer_map`, which keeps one per geometry and device.
     """
+
+    #: The most values moved by one indexing operation (``to_flat`` / ``to_mats``).
+    GATHER_MAX = 10_000
 
     def __init__(self, layers: list[KronLayer], device: torch.device) -> None:
         src = []
@@ -197,17 +204,25 @@ class LayerMap:
         inv = torch.empty_like(cat)
         inv[cat] = torch.arange(cat.numel())
         self.src, self.inv = cat.to(device), inv.to(device)
+        self.layers = layers
         self.shapes = [(l.n, l.p) for l in layers]
         self.sizes = [l.n * l.p for l in layers]
 
     def to_flat(self, mats: list[Tensor]) -> Tensor:
         """Matrices ``(..., n, p)``, one a layer, as flat vectors ``(..., D)``."""
         lead = mats[0].shape[:-2]
-        return torch.cat([M.reshape(*lead, -1) for M in mats], -1)[..., self.inv]
+        if lead.numel() * self.inv.numel() <= self.GATHER_MAX:
+            return torch.cat([M.reshape(*lead, -1) for M in mats], -1)[..., self.inv]
+        out = mats[0].new_empty(*lead, self.inv.numel())
+        for l, M in zip(self.layers, mats):
+            l.mat_to_flat(M, out)
+        return out
 
     def to_mats(self, theta: Tensor) -> list[Tensor]:
-        """Flat vectors ``(..., D)`` as the layers' matrices ``(..., n, p)`` (contiguous copies)."""
+        """Flat vectors ``(..., D)`` as the layers' matrices ``(..., n, p)`` (copies or views)."""
         lead = theta.shape[:-1]
+        if theta.numel() > self.GATHER_MAX:
+            return [l.flat_to_mat(theta) for l in self.layers]
         parts = theta[..., self.src].split(self.sizes, -1)
         return [part.reshape(*lead, n, p) for part, (n, p) in zip(parts, self.shapes)]
 

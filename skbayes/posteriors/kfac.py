@@ -352,18 +352,15 @@ class KroneckerGaussian(PosteriorMixin):
     def _sample_blocks(
         self, n: int, generator: torch.Generator | None, first: int = 0, prediction: bool = False
     ) -> Tensor:
-        """``n`` weight samples ``(n, D)``; the blocks before ``first`` are left at the mean."""
-        if first == 0:  # every block's noise, placed in the flat vector by one indexing operation
-            noise = [
-                b.transform(randn((n, l.n, l.p), self.mean_t, generator, prediction), kept=prediction)
-                for l, b in zip(self.layers, self.blocks)
-            ]
-            return self.mean_t + layer_map(self.layers, self.mean_t.device).to_flat(noise)
-        theta = self.mean_t.repeat(n, 1)  # one pass over (n, D); each block's noise added in place
-        for l, b in zip(self.layers[first:], self.blocks[first:]):
-            X = randn((n, l.n, l.p), self.mean_t, generator, prediction)
-            l.mat_to_flat(b.transform(X, kept=prediction), theta, add=True)
-        return theta
+        """``n`` weight samples ``(n, D)``; the blocks before ``first`` are left at the mean (no
+        draws). Every block's noise goes into the flat vector by one indexing operation."""
+        noise = [
+            self.mean_t.new_zeros(n, l.n, l.p)
+            if k < first
+            else b.transform(randn((n, l.n, l.p), self.mean_t, generator, prediction), kept=prediction)
+            for k, (l, b) in enumerate(zip(self.layers, self.blocks))
+        ]
+        return layer_map(self.layers, self.mean_t.device).to_flat(noise).add_(self.mean_t)  # a new tensor
 
     def sample_rest_t(
         self, n: int, generator: torch.Generator | None = None, prediction: bool = False
