@@ -66,7 +66,7 @@ _REGRESSOR_DECAY_EPOCHS = ({"vadam": None, "vprop": 30},) * 2
 #: classification group: a temperature of 0.3 with the GLM predictive on small networks for both
 #: methods (Vadam with its prior precision of 3, constant steps; Vprop with a prior precision of
 #: 1 and the step decay of 30 epochs); on large networks the untempered posterior with the GLM
-#: predictive at constant steps (docs/defaults_protocol.md, "Vadam's prior and temperature on
+#: predictive at constant steps (docs/defaults_protocol.md, "Vadam's prior precision and temperature on
 #: classification" and "Vprop through the protocol").
 _CLASSIFIER_KL_WEIGHT = (0.3, 1.0)
 _CLASSIFIER_PREDICTIVE = ("glm", "glm")
