@@ -562,7 +562,10 @@ def predictive_mixture(model):
             return np.concatenate(mus), np.concatenate(sds)
 
         return pooled
-    if hasattr(model, "sample_outputs") and model.get_params().get("predictive", "sampled") == "sampled":
+    predictive = model.get_params().get("predictive", "sampled") if hasattr(model, "get_params") else None
+    if predictive == "auto":  # a regressor's 'auto' is its class's default, an explicit value
+        predictive = type(model)().get_params()["predictive"]
+    if hasattr(model, "sample_outputs") and predictive == "sampled":
 
         def sampled(X):
             f = model.sample_outputs(X)[..., 0]
