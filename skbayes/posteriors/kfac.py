@@ -353,7 +353,8 @@ class KroneckerGaussian(PosteriorMixin):
         self, n: int, generator: torch.Generator | None, first: int = 0, prediction: bool = False
     ) -> Tensor:
         """``n`` weight samples ``(n, D)``; the blocks before ``first`` are left at the mean (no
-        draws). Every block's noise goes into the flat vector by one indexing operation."""
+        draws). The blocks' noise goes into the flat vector through :func:`layer_map` (one
+        indexing operation on small networks, layer by layer on large ones)."""
         noise = [
             self.mean_t.new_zeros(n, l.n, l.p)
             if k < first
