@@ -59,7 +59,7 @@ def test_blr_solves_in_float64_for_float32_inputs():
     y64 = base[:, 0] + 0.1 * torch.randn(128, generator=g, dtype=torch.float64)
     v = 1e-4  # the small end of the evidence grid
     X32, y32 = X64.float(), y64.float()
-    P32 = X32.T @ X32 / v + torch.eye(51)
+    P32 = X32.T @ X32 / v + torch.eye(51, dtype=torch.float32)
     assert float(torch.linalg.cond(P32.double())) > 10 / EPS32
     assert int(torch.linalg.cholesky_ex(P32).info) > 0  # a float32 solve fails
     m32, p32 = blr_solve(X32, y32, 1.0, v)

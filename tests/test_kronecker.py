@@ -443,6 +443,7 @@ def test_kl_clip_bounds_the_predicted_change(monkeypatch):
     """With kl_clip, alpha^2 step^T F step of the applied step equals min(kl_clip, unclipped)."""
     X, y = _data()
     kw = dict(hidden_layer_sizes=(4,), max_iter=1, batch_size=60, momentum=0.0, learning_rate=0.3, random_state=0)
+    kw.update(kl_weight=1.0, damping=0.01)  # the step of test_mean_step_equals_dense_preconditioned_step
     free = NoisyKFACClassifier(kl_clip=None, **kw).fit(X, y)
     clipped = NoisyKFACClassifier(kl_clip=1e-6, **kw).fit(X, y)
     start = NoisyKFACClassifier(kl_clip=None, **{**kw, "learning_rate": 1e-300}).fit(X, y).posterior_.mean_t
@@ -452,6 +453,21 @@ def test_kl_clip_bounds_the_predicted_change(monkeypatch):
     cos = float(d_free @ d_clip / (d_free.norm() * d_clip.norm()))
     assert cos == pytest.approx(1.0, abs=1e-8)
     assert d_clip.norm() < d_free.norm()
+    # the predicted change alpha^2 step^T F step, F the dense damped Kronecker preconditioner of
+    # the step (the factors it used): the unclipped step's is above kl_clip, the applied one's is it
+    gamma = free.prior_precision / 60 + 0.01  # intrinsic (lambda / N) plus extrinsic damping
+    change = 0.0
+    for l, st in zip(free.posterior_.layers, free._state["layers"]):
+        sg, pi = math.sqrt(gamma), st["pi"]
+        F = torch.kron(st["S"] + sg / pi * torch.eye(l.p, dtype=DT), st["A"] + pi * sg * torch.eye(l.n, dtype=DT))
+        dv = d_free[l.vec_index()]
+        change += float(dv @ F @ dv)  # alpha^2 step^T F step, d = alpha step
+    assert change > 1e-5  # the clip below is active
+    ratio = float(d_clip.norm() / d_free.norm())
+    assert ratio**2 * change == pytest.approx(1e-6, rel=1e-6)
+    # a kl_clip above the unclipped change leaves the step as it was
+    loose = NoisyKFACClassifier(kl_clip=2 * change, **kw).fit(X, y)
+    torch.testing.assert_close(loose.posterior_.mean_t, free.posterior_.mean_t, rtol=0, atol=0)
 
 
 def test_string_padding_conv_is_reported_as_unsupported():

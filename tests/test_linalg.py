@@ -8,7 +8,15 @@ import torch
 
 from skbayes import _linalg as linalg
 
-torch.set_default_dtype(torch.float64)
+
+@pytest.fixture(autouse=True)
+def _float64_default():
+    """float64 tensors by default in this module's tests only: set at import, the default
+    leaked into every test of the session collected after this module."""
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(torch.float64)
+    yield
+    torch.set_default_dtype(previous)
 
 
 def _problem(D=12, L=4, seed=0, zero_cols=0):

@@ -59,6 +59,11 @@ def test_early_stopping_keeps_best_validation_state():
     assert clf.n_iter_ < 200
     assert len(clf.validation_scores_) == clf.n_iter_
     assert clf.best_validation_score_ == pytest.approx(max(clf.validation_scores_))
+    # the kept posterior is the best epoch's, not the last one's: its score on the held-out
+    # rows (the fit's own split, recomputed) is the best score, which the last epoch missed
+    assert clf.validation_scores_[-1] < clf.best_validation_score_
+    _, _, Xv, yv = clf._validation_split(X, np.searchsorted(clf.classes_, y))
+    assert clf._validation_score(clf._tensor(Xv), yv) == pytest.approx(clf.best_validation_score_, rel=1e-12)
     assert clf.score(X, y) > 0.8
 
 

@@ -57,10 +57,14 @@ def test_every_posterior_class_satisfies_its_protocols(fitted):
         if isinstance(post, GaussianTensors):
             assert post.precision_t().shape == (D, D)
             assert isinstance(post.kl_to_prior(1.0), float)
+            # and their values agree with the dense precision: the variances are its inverse's diagonal
+            P = post.precision_t()
+            torch.testing.assert_close(post.variance_t(), torch.diag(torch.linalg.inv(P)), rtol=1e-8, atol=0)
         if isinstance(post, PrecisionTensors):
             x = torch.ones(D, dtype=post.mean_t.dtype)
             torch.testing.assert_close(post.precision_t() @ post.solve_t(x), x)
             assert post.logdet_precision_t().shape == ()
+            torch.testing.assert_close(post.logdet_precision_t(), torch.linalg.slogdet(post.precision_t())[1])
     # every public posterior class is reached by some estimator
     assert seen == PUBLIC_POSTERIORS
     assert set(posteriors.__all__) <= PUBLIC_POSTERIORS

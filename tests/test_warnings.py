@@ -121,6 +121,10 @@ def test_tol_none_trains_max_iter_epochs_and_keeps_the_best_validation_epoch():
     np.testing.assert_array_equal(budget.loss_curve_[: ruled.n_iter_], ruled.loss_curve_)
     assert val.n_iter_ == 40 and len(val.validation_scores_) == 40
     assert val.best_validation_score_ == max(val.validation_scores_)
+    # kept: the best epoch's posterior (the fit's own held-out rows, rescored); whether the last
+    # epoch is the best depends on rounding, so test_noise_and_options.py checks a fit stopped after it
+    _, _, Xv, yv = val._validation_split(X, np.searchsorted(val.classes_, y))
+    assert val._validation_score(val._tensor(Xv), yv) == pytest.approx(val.best_validation_score_, rel=1e-12)
 
 
 def test_a_divergence_warning_points_at_the_callers_line():
