@@ -329,11 +329,12 @@ def test_fit_and_predict_run_under_the_limit_and_restore(two_threads, monkeypatc
     assert torch.get_num_threads() == 2
 
 
-def test_a_fit_that_raises_restores_the_count(two_threads, monkeypatch):
+def test_a_fit_that_raises_restores_the_count(two_threads, set_calls, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     X, y = reg_data(40, scale=True)
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="NaN"):
         SLANGRegressor(hidden_layer_sizes=(8,), max_iter=2).fit(X, np.full_like(y, np.nan))
+    assert set_calls == [1, 2]  # the error came from inside the capped block, and the count was restored
     assert torch.get_num_threads() == 2
 
 

@@ -484,6 +484,7 @@ def run_data_case(Est, x_spec, y_spec, method, dtype, bigger=False):
             after = prediction_state(est, X_clean)
             assert np.array_equal(before, after), f"{what} failed and changed the fitted model's predictions"
         del X, y  # release the memmaps before their directory goes
+    return fitted
 
 
 DATA_CASES = [(Est, fault) for Est in ESTIMATORS for fault in [None] + faults_of(is_classifier(Est()))]
@@ -500,9 +501,12 @@ def test_data_fuzz(Est, fault, slow):
         dtype=st.sampled_from(["float64", "float64", "float32"]),
     )
     def run(data, method, dtype):
-        run_data_case(Est, *data, method, dtype)
+        fitted.append(run_data_case(Est, *data, method, dtype))
 
+    fitted = []
     run()
+    if fault is None:  # refusing every input is no clear error: well-formed data is fitted
+        assert any(fitted), f"{Est.__name__}: none of {len(fitted)} well-formed examples was fitted"
 
 
 @pytest.mark.slow
@@ -564,10 +568,13 @@ def test_predict_fuzz(Est, slow):
                 check_clear_error(exc, what, NAMES_DATA)
             else:
                 event("predicted")
+                predicted.append(x_spec)
             assert same(X, X0), f"{what} modified X"
             del X
 
+    predicted = []
     run()
+    assert predicted, f"{Est.__name__}: no fuzzed input was predicted on"
 
 
 # --- hyperparameters ------------------------------------------------------------------------
@@ -865,8 +872,11 @@ def test_float32_fuzz(Est, slow):
             check_clear_error(exc, what, NAMES_DATA)
             return
         check_predictions(est, X, X.shape[0], what)
+        fitted.append(init)
 
+    fitted = []
     run()
+    assert fitted, f"{Est.__name__}: no float32 fit succeeded"
 
 
 # --- global state ---------------------------------------------------------------------------

@@ -162,6 +162,11 @@ def test_the_true_distribution_scores_best(version):
 
 
 # --- scorers on estimators ----------------------------------------------------------------
+def _r2(y, pred):
+    """The coefficient of determination, 1 - SS_res / SS_tot."""
+    return 1.0 - np.sum((y - pred) ** 2) / np.sum((y - np.mean(y)) ** 2)
+
+
 def test_log_likelihood_scorer_equals_the_estimator_method(fitted_pipe):
     pipe, X, y = fitted_pipe
     reg, Xt = pipe[-1], pipe[:-1].transform(X)
@@ -224,10 +229,24 @@ def test_scorers_in_scikit_learn_model_selection(fitted_pipe):
     X, y = reg_data(150)
     est = make_pipeline(StandardScaler(), SLANGRegressor(**TINY))
     scoring = {"ll": get_scorer("log_likelihood"), "crps": get_scorer("neg_crps"), "r2": "r2"}
-    for scorer in scoring.values():
-        assert check_scoring(est, scoring=scorer) is not None
-    res = cross_validate(est, X, y, cv=2, scoring=scoring)
-    assert np.all(np.isfinite(res["test_ll"])) and np.all(res["test_crps"] < 0)
+    # check_scoring resolves each to a scorer with the value computed by hand
+    pipe = fitted_pipe[0]
+    reg, Xt = pipe[-1], pipe[:-1].transform(X)
+    by_hand = {
+        "ll": reg.log_likelihood(Xt, y),
+        "crps": -crps_ensemble(y, reg.sample_y(Xt, n_samples=1000, random_state=0).T),
+        "r2": _r2(y, pipe.predict(X)),
+    }
+    for name, scorer in scoring.items():
+        assert check_scoring(est, scoring=scorer)(pipe, X, y) == pytest.approx(by_hand[name], rel=1e-12), name
+    # each fold's score is the score of the fold's model on its held-out rows
+    res = cross_validate(est, X, y, cv=2, scoring=scoring, return_estimator=True, return_indices=True)
+    for i, (model, test) in enumerate(zip(res["estimator"], res["indices"]["test"])):
+        Xf = model[:-1].transform(X[test])
+        assert res["test_ll"][i] == pytest.approx(model[-1].log_likelihood(Xf, y[test]), rel=1e-12)
+        draws = model[-1].sample_y(Xf, n_samples=1000, random_state=0).T
+        assert res["test_crps"][i] == pytest.approx(-crps_ensemble(y[test], draws), rel=1e-12)
+        assert res["test_r2"][i] == pytest.approx(_r2(y[test], model.predict(X[test])), rel=1e-12, abs=1e-12)
     s = get_scorer("neg_interval_score")
     assert pickle.loads(pickle.dumps(s))(fitted_pipe[0], X, y) == s(fitted_pipe[0], X, y)
     assert repr(s) == "make_interval_scorer(alpha=0.1, n_samples=1000, random_state=0)"
@@ -249,8 +268,11 @@ def test_grid_search_selects_by_log_likelihood():
     assert search.cv_results_["split0_test_score"][0] == pytest.approx(fold.log_likelihood(X[test], y[test]))
 
 
-def test_get_scorer_names():
-    assert get_scorer("r2") is not None and "r2" in get_scorer_names()
+def test_get_scorer_names(fitted_pipe):
+    pipe, X, y = fitted_pipe
+    # scikit-learn's names resolve to scikit-learn's scorers
+    assert get_scorer("r2")(pipe, X, y) == pytest.approx(_r2(y, pipe.predict(X)), rel=1e-12, abs=1e-12)
+    assert "r2" in get_scorer_names()
     assert get_scorer_names()[:3] == ["log_likelihood", "neg_crps", "neg_interval_score"]
     own = make_crps_scorer()
     assert get_scorer(own) is own
