@@ -1053,12 +1053,17 @@ class BayesianNetwork(BaseEstimator):
 
     def _check_sample_weight(
         self, sample_weight: ArrayLike, X: np.ndarray, y: np.ndarray
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
         """Validated sample weights (a new float64 array when anything is dropped or
         converted; the caller's array is never written to) and the rows with a positive
         weight: ``(X, y, sample_weight)``. A row of weight zero has no influence on the
-        objective, so it is dropped before anything else looks at the data."""
+        objective, so it is dropped before anything else looks at the data. Weights that
+        are all one are no weights: they come back as None, so that such a fit is the
+        unweighted one to the last bit (the weighted formulas, a weighted mean or
+        variance, round differently)."""
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        if bool(np.all(sw == 1.0)):
+            return X, y, None
         keep = sw > 0
         if not keep.all():
             X, y, sw = X[keep], np.asarray(y)[keep], sw[keep]
