@@ -144,15 +144,22 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
         store_init_params(locals())
 
 
+def _protocol_prior(value: str, why: str) -> Entry:
+    """The family's ``prior_precision`` entry plus the sentence on a face's protocol default
+    ``value``; ``why`` goes on from "... chose for this estimator at its"."""
+    return Entry(
+        "float or 'auto'",
+        EKFACFamily.param_docs["prior_precision"].text
+        + f"\nThe default of {value} is the value the defaults protocol chose for this estimator at its\n{why}",
+    )
+
+
 #: ``NoisyEKFACRegressor``'s prior: the defaults protocol's 10 at its tempered default (the
 #: regression group on seeds 0-5 and the held-out sets; docs/defaults_protocol.md, "The prior
 #: precision at each regressor's temperature").
-_EKFAC_REGRESSOR_PRIOR = Entry(
-    "float or 'auto'",
-    EKFACFamily.param_docs["prior_precision"].text
-    + """
-The default of 10 is the value the defaults protocol chose for this estimator at its
-tempered default (``kl_weight=0.3``: the mean is pulled towards zero by ``kl_weight
+_EKFAC_REGRESSOR_PRIOR = _protocol_prior(
+    "10",
+    """tempered default (``kl_weight=0.3``: the mean is pulled towards zero by ``kl_weight
 lambda = 3``). It fits data like the training data better than 1; beyond the training
 data its intervals are narrower, and ``prior_precision=1.0`` covers more of such rows.""",
 )
@@ -212,12 +219,9 @@ class NoisyEKFACRegressor(BayesianNetworkRegressor):
 #: ``NoisyEKFACClassifier``'s prior: the defaults protocol's 3 at its tempered defaults (the
 #: small classification and image groups and the held-out sets; docs/defaults_protocol.md, "The
 #: prior precision at each classifier's temperature").
-_EKFAC_CLASSIFIER_PRIOR = Entry(
-    "float or 'auto'",
-    EKFACFamily.param_docs["prior_precision"].text
-    + """
-The default of 3 is the value the defaults protocol chose for this estimator at its
-tempered defaults: under ``kl_weight`` ``w`` the mean is pulled towards zero by ``w
+_EKFAC_CLASSIFIER_PRIOR = _protocol_prior(
+    "3",
+    """tempered defaults: under ``kl_weight`` ``w`` the mean is pulled towards zero by ``w
 lambda``.""",
 )
 
