@@ -32,9 +32,10 @@ Classification: scikit-learn's ``load_digits`` (1797 x 64, 10 classes) and
 ``load_breast_cancer`` (569 x 30), one hidden layer of 50 ReLU units, random
 stratified 70/30 splits (``train_test_split(..., stratify=y, random_state=k)``),
 inputs standardised with the training split's statistics (constant pixels
-left at 0). Metrics: test error of the argmax of ``predict_proba`` (the
-average of the class probabilities over 100 posterior samples or dropout
-masks), the log-loss of those probabilities, and the expected calibration error
+left at 0). Metrics: test error of the argmax of ``predict_proba`` (at the
+estimator's default predictive: the linearised one of most classifiers on these
+small networks, weight samples or dropout masks for the others), the log-loss of
+those probabilities, and the expected calibration error
 of the top-class confidence (10 equal-width bins,
 ``skbayes.metrics.expected_calibration_error``).
 
