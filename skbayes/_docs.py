@@ -447,14 +447,55 @@ def attributes_section(cls: type[Any], face_attrs: dict[str, Entry], first: tupl
     return "\n".join(out)
 
 
-def estimator_doc(cls: type[Any], *, summary: str, body: str, see_also: str, examples: str) -> str:
+#: The regressors' sentence on targets and noise, for the ``{face}`` field of a method's body.
+REGRESSOR_FACE = """Targets are standardised internally; predictions are mapped back. The
+Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
+vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
+
+#: The classifiers' sentence on the likelihood, for the ``{face}`` field of a method's body.
+CLASSIFIER_FACE = "Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."
+
+_REGRESSOR_EXAMPLES = """
+    >>> from sklearn.datasets import load_diabetes
+    >>> from skbayes import {name}
+    >>> X, y = load_diabetes(return_X_y=True)
+    >>> reg = {name}(hidden_layer_sizes={hidden}, max_iter=20, random_state=0).fit(X, y)
+    >>> mean, std = reg.predict(X[:3], return_std=True)
+    """
+
+_CLASSIFIER_EXAMPLES = """
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skbayes import {name}
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = {name}(hidden_layer_sizes={hidden}, max_iter=20, random_state=0).fit(X, y)
+    >>> proba = clf.predict_proba(X[:3])
+    """
+
+
+def estimator_doc(
+    cls: type[Any],
+    *,
+    summary: str,
+    body: str,
+    see_also: str,
+    examples: str | None = None,
+    example_hidden: str = "(20,)",
+) -> str:
     """The whole numpydoc docstring of a public network estimator.
 
     ``body`` is the extended summary (the method), ``see_also`` lines
     ``name : description``, ``examples`` doctest lines (``>>>``); all dedented.
+    Without ``examples``, the standard ones: a fit of ``cls`` with
+    ``hidden_layer_sizes=example_hidden`` on diabetes (a regressor) or on the
+    standardised breast cancer data (a classifier), and a prediction.
     """
     from sklearn.base import ClassifierMixin
 
+    if examples is None:
+        template = _CLASSIFIER_EXAMPLES if issubclass(cls, ClassifierMixin) else _REGRESSOR_EXAMPLES
+        examples = template.format(name=cls.__name__, hidden=example_hidden)
     if issubclass(cls, ClassifierMixin):
         attrs = attributes_section(cls, CLASSIFIER_ATTRS, first=("classes_",))
     else:

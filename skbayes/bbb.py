@@ -1,7 +1,7 @@
 """Bayes by Backprop estimators (Blundell et al., 2015): mean-field Gaussian VI with
 reparameterised gradients and Adam, with the local reparameterisation trick."""
 
-from ._docs import estimator_doc
+from ._docs import CLASSIFIER_FACE, REGRESSOR_FACE, estimator_doc
 from ._estimator import (
     ADAM_AUTO_LEARNING_RATE,
     BayesianNetworkClassifier,
@@ -104,21 +104,10 @@ class BBBClassifier(BayesianNetworkClassifier):
 BBBRegressor.__doc__ = estimator_doc(
     BBBRegressor,
     summary="Bayesian neural network regressor trained by Bayes by Backprop.",
-    body=_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
-vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
-    ),
+    body=_BODY.format(face=REGRESSOR_FACE),
     see_also="""
         BBBClassifier : The classification counterpart.
         MCDropoutRegressor : MC dropout.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_diabetes
-        >>> from skbayes import BBBRegressor
-        >>> X, y = load_diabetes(return_X_y=True)
-        >>> reg = BBBRegressor(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(X[:3], return_std=True)
         """,
 )
 
@@ -126,18 +115,9 @@ vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
 BBBClassifier.__doc__ = estimator_doc(
     BBBClassifier,
     summary="Bayesian neural network classifier trained by Bayes by Backprop.",
-    body=_BODY.format(face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""),
+    body=_BODY.format(face=CLASSIFIER_FACE),
     see_also="""
         BBBRegressor : The regression counterpart.
         MCDropoutClassifier : MC dropout.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.preprocessing import StandardScaler
-        >>> from skbayes import BBBClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X = StandardScaler().fit_transform(X)
-        >>> clf = BBBClassifier(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> proba = clf.predict_proba(X[:3])
         """,
 )

@@ -1,7 +1,7 @@
 """MC dropout estimators (Gal and Ghahramani, 2016): a network trained with dropout and
 weight decay, with dropout kept on at prediction."""
 
-from ._docs import estimator_doc
+from ._docs import CLASSIFIER_FACE, REGRESSOR_FACE, estimator_doc
 from ._estimator import (
     ADAM_AUTO_LEARNING_RATE,
     MC_DROPOUT_AUTO_RATE,
@@ -101,21 +101,10 @@ class MCDropoutClassifier(BayesianNetworkClassifier):
 MCDropoutRegressor.__doc__ = estimator_doc(
     MCDropoutRegressor,
     summary="Neural network regressor with MC dropout.",
-    body=_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
-vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
-    ),
+    body=_BODY.format(face=REGRESSOR_FACE),
     see_also="""
         MCDropoutClassifier : The classification counterpart.
         BBBRegressor : Bayes by Backprop.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_diabetes
-        >>> from skbayes import MCDropoutRegressor
-        >>> X, y = load_diabetes(return_X_y=True)
-        >>> reg = MCDropoutRegressor(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(X[:3], return_std=True)
         """,
 )
 
@@ -123,18 +112,9 @@ vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
 MCDropoutClassifier.__doc__ = estimator_doc(
     MCDropoutClassifier,
     summary="Neural network classifier with MC dropout.",
-    body=_BODY.format(face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""),
+    body=_BODY.format(face=CLASSIFIER_FACE),
     see_also="""
         MCDropoutRegressor : The regression counterpart.
         BBBClassifier : Bayes by Backprop.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.preprocessing import StandardScaler
-        >>> from skbayes import MCDropoutClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X = StandardScaler().fit_transform(X)
-        >>> clf = MCDropoutClassifier(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> proba = clf.predict_proba(X[:3])
         """,
 )

@@ -1,6 +1,6 @@
 """Noisy K-FAC and noisy EK-FAC estimators (Zhang et al. 2018; Bae, Zhang and Grosse 2018)."""
 
-from ._docs import CLASSIFIER_PARAMS, Entry, estimator_doc
+from ._docs import CLASSIFIER_FACE, CLASSIFIER_PARAMS, REGRESSOR_FACE, Entry, estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import EKFACFamily, KFACFamily
 
@@ -279,21 +279,10 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
 NoisyKFACRegressor.__doc__ = estimator_doc(
     NoisyKFACRegressor,
     summary="Bayesian neural network regressor trained by noisy K-FAC.",
-    body=_KFAC_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
-vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
-    ),
+    body=_KFAC_BODY.format(face=REGRESSOR_FACE),
     see_also="""
         NoisyKFACClassifier : The classification counterpart.
         NoisyEKFACRegressor : The EK-FAC posterior.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_diabetes
-        >>> from skbayes import NoisyKFACRegressor
-        >>> X, y = load_diabetes(return_X_y=True)
-        >>> reg = NoisyKFACRegressor(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(X[:3], return_std=True)
         """,
 )
 
@@ -301,21 +290,10 @@ vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
 NoisyKFACClassifier.__doc__ = estimator_doc(
     NoisyKFACClassifier,
     summary="Bayesian neural network classifier trained by noisy K-FAC.",
-    body=_KFAC_BODY.format(
-        face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""
-    ),
+    body=_KFAC_BODY.format(face=CLASSIFIER_FACE),
     see_also="""
         NoisyKFACRegressor : The regression counterpart.
         NoisyEKFACClassifier : The EK-FAC posterior.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.preprocessing import StandardScaler
-        >>> from skbayes import NoisyKFACClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X = StandardScaler().fit_transform(X)
-        >>> clf = NoisyKFACClassifier(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> proba = clf.predict_proba(X[:3])
         """,
 )
 
@@ -323,21 +301,10 @@ NoisyKFACClassifier.__doc__ = estimator_doc(
 NoisyEKFACRegressor.__doc__ = estimator_doc(
     NoisyEKFACRegressor,
     summary="Bayesian neural network regressor trained by noisy EK-FAC.",
-    body=_EKFAC_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
-vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
-    ),
+    body=_EKFAC_BODY.format(face=REGRESSOR_FACE),
     see_also="""
         NoisyEKFACClassifier : The classification counterpart.
         NoisyKFACRegressor : The K-FAC posterior.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_diabetes
-        >>> from skbayes import NoisyEKFACRegressor
-        >>> X, y = load_diabetes(return_X_y=True)
-        >>> reg = NoisyEKFACRegressor(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(X[:3], return_std=True)
         """,
 )
 
@@ -345,20 +312,9 @@ vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
 NoisyEKFACClassifier.__doc__ = estimator_doc(
     NoisyEKFACClassifier,
     summary="Bayesian neural network classifier trained by noisy EK-FAC.",
-    body=_EKFAC_BODY.format(
-        face="""Two classes use one logit and a Bernoulli likelihood; more classes use a softmax."""
-    ),
+    body=_EKFAC_BODY.format(face=CLASSIFIER_FACE),
     see_also="""
         NoisyEKFACRegressor : The regression counterpart.
         NoisyKFACClassifier : The K-FAC posterior.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.preprocessing import StandardScaler
-        >>> from skbayes import NoisyEKFACClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X = StandardScaler().fit_transform(X)
-        >>> clf = NoisyEKFACClassifier(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> proba = clf.predict_proba(X[:3])
         """,
 )

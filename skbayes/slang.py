@@ -1,7 +1,7 @@
 """SLANG estimators: low-rank-plus-diagonal natural-gradient variational inference
 (Mishkin et al., NeurIPS 2018)."""
 
-from ._docs import estimator_doc
+from ._docs import REGRESSOR_FACE, estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import SLANGFamily
 
@@ -111,22 +111,11 @@ class SLANGClassifier(BayesianNetworkClassifier):
 SLANGRegressor.__doc__ = estimator_doc(
     SLANGRegressor,
     summary="Bayesian neural network regressor trained by SLANG.",
-    body=_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
-vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
-    ),
+    body=_BODY.format(face=REGRESSOR_FACE),
     see_also="""
         SLANGClassifier : The classification counterpart.
         VOGNRegressor : SLANG with ``rank=0`` (mean-field VOGN).
         sklearn.linear_model.BayesianRidge : Bayesian linear regression.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_diabetes
-        >>> from skbayes import SLANGRegressor
-        >>> X, y = load_diabetes(return_X_y=True)
-        >>> reg = SLANGRegressor(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(X[:3], return_std=True)
         """,
 )
 
@@ -143,13 +132,5 @@ softmax."""
         SLANGRegressor : The regression counterpart.
         VOGNClassifier : SLANG with ``rank=0`` (mean-field VOGN).
         """,
-    examples="""
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.preprocessing import StandardScaler
-        >>> from skbayes import SLANGClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X = StandardScaler().fit_transform(X)
-        >>> clf = SLANGClassifier(hidden_layer_sizes=(), max_iter=20, random_state=0).fit(X, y)
-        >>> proba = clf.predict_proba(X[:3])
-        """,
+    example_hidden="()",
 )

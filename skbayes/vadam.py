@@ -4,7 +4,7 @@ Khan, Nielsen, Tangkaratt, Lin, Gal and Srivastava, "Fast and Scalable Bayesian
 Deep Learning by Weight-Perturbation in Adam", ICML 2018.
 """
 
-from ._docs import PARAMS, Entry, estimator_doc
+from ._docs import PARAMS, REGRESSOR_FACE, Entry, estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import VadamFamily
 
@@ -190,21 +190,10 @@ class VadamClassifier(BayesianNetworkClassifier):
 VadamRegressor.__doc__ = estimator_doc(
     VadamRegressor,
     summary="Bayesian neural network regressor trained by Vadam or Vprop.",
-    body=_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
-vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
-    ),
+    body=_BODY.format(face=REGRESSOR_FACE),
     see_also="""
         VadamClassifier : The classification counterpart.
         VOGNRegressor : Mean-field natural gradient with per-example squared gradients.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_diabetes
-        >>> from skbayes import VadamRegressor
-        >>> X, y = load_diabetes(return_X_y=True)
-        >>> reg = VadamRegressor(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(X[:3], return_std=True)
         """,
 )
 
@@ -220,13 +209,5 @@ Gaussian posterior); more classes use a softmax."""
         VadamRegressor : The regression counterpart.
         VOGNClassifier : Mean-field natural gradient with per-example squared gradients.
         """,
-    examples="""
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.preprocessing import StandardScaler
-        >>> from skbayes import VadamClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X = StandardScaler().fit_transform(X)
-        >>> clf = VadamClassifier(hidden_layer_sizes=(), max_iter=20, random_state=0).fit(X, y)
-        >>> proba = clf.predict_proba(X[:3])
-        """,
+    example_hidden="()",
 )

@@ -7,7 +7,7 @@ with ``rank`` a fixed class attribute instead of a parameter, so the two can nev
 drift apart: ``VOGNRegressor(**kw)`` trains exactly as ``SLANGRegressor(rank=0, **kw)``.
 """
 
-from ._docs import estimator_doc
+from ._docs import REGRESSOR_FACE, estimator_doc
 from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import SLANGFamily
 
@@ -131,22 +131,11 @@ class VOGNClassifier(BayesianNetworkClassifier):
 VOGNRegressor.__doc__ = estimator_doc(
     VOGNRegressor,
     summary="Bayesian neural network regressor trained by mean-field VOGN.",
-    body=_BODY.format(
-        face="""Targets are standardised internally; predictions are mapped back. The
-Gaussian noise precision is learned by default (``noise_precision='auto'``) with the
-vague Gamma prior ``noise_prior`` and a Gamma variational posterior."""
-    ),
+    body=_BODY.format(face=REGRESSOR_FACE),
     see_also="""
         VOGNClassifier : The classification counterpart.
         SLANGRegressor : Adds a low-rank part to the precision (``rank=0`` is this estimator).
         VadamRegressor : Mean-field VI without per-example gradients.
-        """,
-    examples="""
-        >>> from sklearn.datasets import load_diabetes
-        >>> from skbayes import VOGNRegressor
-        >>> X, y = load_diabetes(return_X_y=True)
-        >>> reg = VOGNRegressor(hidden_layer_sizes=(20,), max_iter=20, random_state=0).fit(X, y)
-        >>> mean, std = reg.predict(X[:3], return_std=True)
         """,
 )
 
@@ -163,13 +152,5 @@ Gaussian posterior); more classes use a softmax."""
         SLANGClassifier : Adds a low-rank part to the precision (``rank=0`` is this estimator).
         VadamClassifier : Mean-field VI without per-example gradients.
         """,
-    examples="""
-        >>> from sklearn.datasets import load_breast_cancer
-        >>> from sklearn.preprocessing import StandardScaler
-        >>> from skbayes import VOGNClassifier
-        >>> X, y = load_breast_cancer(return_X_y=True)
-        >>> X = StandardScaler().fit_transform(X)
-        >>> clf = VOGNClassifier(hidden_layer_sizes=(), max_iter=20, random_state=0).fit(X, y)
-        >>> proba = clf.predict_proba(X[:3])
-        """,
+    example_hidden="()",
 )
