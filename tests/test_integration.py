@@ -306,6 +306,19 @@ def test_divergence_flag_matches_the_warning(Reg):
     assert np.all(est.predict_std(X) > 0)
 
 
+def test_step_size_messages_round_floats():
+    """The rise and divergence warnings name the step sizes to six significant digits: a
+    decayed 0.05 * 0.1 reads 0.005, not 0.005000000000000001."""
+    from skbayes import VadamRegressor, VOGNRegressor
+
+    vogn = VOGNRegressor(learning_rate=0.05 * 0.1, beta=0.05 * 0.1)._make_family().step_sizes()
+    assert vogn == "learning_rate=0.005, beta=0.005"
+    vadam = VadamRegressor(learning_rate=0.05 * 0.1, beta1=0.9)._make_family().step_sizes()
+    assert vadam == "learning_rate=0.005, method='vadam', beta1=0.9, beta2=0.999"
+    auto = VadamRegressor(method="vprop")._make_family().step_sizes()
+    assert auto.startswith("learning_rate=auto = 0.05, method='vprop'")
+
+
 def test_verbose_progress_bar(capsys):
     X, y = reg_data()
     SLANGRegressor(verbose=True, **FAST).fit(X, y)

@@ -270,7 +270,13 @@ class PosteriorFamily(Generic[P]):
     def step_sizes(self) -> str:
         """``name=value`` of the step sizes, for warnings."""
         names = ("learning_rate",) + tuple(self.step_size_names)
-        return ", ".join(f"{n}={getattr(self, n)}" for n in names)
+        return ", ".join(f"{n}={format_value(getattr(self, n))}" for n in names)
+
+
+def format_value(value: object) -> str:
+    """A parameter value for a message: floats to six significant digits (``0.05 * 0.1`` reads
+    0.005, not 0.005000000000000001), anything else as ``str``."""
+    return f"{value:.6g}" if isinstance(value, float) else str(value)
 
 
 def weighted_sum(values: torch.Tensor, weights: torch.Tensor | None) -> torch.Tensor:

@@ -22,6 +22,7 @@ from .base import (
     StepContext,
     StepResult,
     data_factor,
+    format_value,
     scaled_prior,
     step_decay,
     weighted_sum,
@@ -151,10 +152,9 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
         return float(self.learning_rate)
 
     def step_sizes(self) -> str:
-        auto = f" = {self.resolved_learning_rate()}" if isinstance(self.learning_rate, str) else ""
-        return (
-            f"learning_rate={self.learning_rate}{auto}, method={self.method!r}, beta1={self.beta1}, beta2={self.beta2}"
-        )
+        auto = f" = {format_value(self.resolved_learning_rate())}" if isinstance(self.learning_rate, str) else ""
+        lr, b1, b2 = (format_value(v) for v in (self.learning_rate, self.beta1, self.beta2))
+        return f"learning_rate={lr}{auto}, method={self.method!r}, beta1={b1}, beta2={b2}"
 
     def memory_parts(
         self, layers: list[Layer], batch_size: int, mc_samples: int, itemsize: int, dense: bool = True
