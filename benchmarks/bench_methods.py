@@ -25,7 +25,7 @@ standardised with the training split's statistics, metrics in the units of
 ``y``: RMSE of the predictive mean over 100 posterior samples and the test
 log-likelihood ``log (1/S) sum_s N(y | f_s, sigma^2)`` (S = 100,
 ``log_likelihood``) with the learned noise (the regressors' default
-``noise_prior``, vague since issue 10; ``--set '*.noise_prior=(6.0, 6.0)'`` gives the
+``noise_prior``, vague; ``--set '*.noise_prior=(6.0, 6.0)'`` gives the
 noisy EK-FAC paper's Gamma(6, 6) of the earlier tables).
 
 Classification: scikit-learn's ``load_digits`` (1797 x 64, 10 classes) and

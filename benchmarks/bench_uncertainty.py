@@ -67,8 +67,8 @@ Networks: one hidden layer of 50 units on the tabular sets and digits (skbayes'
 default; ``--hidden`` for others, the peers' networks too); 784-100-``n_classes`` on
 Fashion-MNIST (a CPU-sized net; ``--fashion-hidden``), where every network (the peers'
 too) trains for 5 epochs with batch 200 and the skbayes estimators in float32, the image
-protocol of issue 23. Elsewhere every estimator keeps its own defaults (its ``max_iter`` and
-stopping rule).
+protocol of the uncertainty page (docs/uncertainty.md). Elsewhere every estimator keeps its
+own defaults (its ``max_iter`` and stopping rule).
 
 Peers
 -----
@@ -882,12 +882,12 @@ def report(results, variants, tasks, datasets):
             print(f"  {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: {'; '.join(r['problems'])}")
 
 
-# --- issue 23's targets -------------------------------------------------------------------
+# --- the uncertainty page's targets -------------------------------------------------------------------
 GAUSSIAN = ("vprop",) + REGISTRY_GAUSSIAN
 
 
 def targets(results):
-    """Issue 23's targets that these tasks measure, each 'met' or 'NOT met' with its numbers."""
+    """The targets of docs/uncertainty.md that these tasks measure, each 'met' or 'NOT met' with its numbers."""
 
     def mean(d, fit, method, key):
         v = [r[key] for r in results if (r["dataset"], r["fit"], r["method"]) == (d, fit, method) and key in r]
@@ -900,7 +900,7 @@ def targets(results):
     def line(ok, text):
         print(f"- {'met' if ok else 'NOT met'}: {text}")
 
-    print("\n## Targets (issue 23; means over the seeds run)\n")
+    print("\n## Targets (docs/uncertainty.md; means over the seeds run)\n")
     skb = [m for m in SKB_ALL + ENS if any(r["method"] == m and r["variant"] == LABEL[m] for r in results)]
     dsets = sorted({r["dataset"] for r in results}, key=(DATASETS + HELDOUT).index)
     for d in [d for d in dsets if d in IMAGE + TABULAR_OOD]:

@@ -4,7 +4,7 @@ The test suite runs the same checks on small, fast configurations
 (``tests/test_sklearn_checks.py``); this script runs them with every parameter at its
 default (only ``random_state=0`` set), the configuration a user starts from, and prints
 one line per estimator: checks passed, failed (with the first line of each failure)
-and the wall time. Issue 10's conformance target is every estimator passing here.
+and the wall time. The conformance target is every estimator passing here.
 
 Run:  .venv/bin/python benchmarks/check_defaults.py              (all 15 estimators)
       .venv/bin/python benchmarks/check_defaults.py VadamRegressor SLANGClassifier
