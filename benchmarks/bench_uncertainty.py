@@ -882,7 +882,7 @@ def report(results, variants, tasks, datasets):
             print(f"  {r['dataset']} {r['fit']} {r['variant']} seed {r['seed']}: {'; '.join(r['problems'])}")
 
 
-# --- the uncertainty page's targets -------------------------------------------------------------------
+# --- the uncertainty page's targets -------------------------------------------------------
 GAUSSIAN = ("vprop",) + REGISTRY_GAUSSIAN
 
 
