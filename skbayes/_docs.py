@@ -480,22 +480,19 @@ def estimator_doc(
     summary: str,
     body: str,
     see_also: str,
-    examples: str | None = None,
     example_hidden: str = "(20,)",
 ) -> str:
     """The whole numpydoc docstring of a public network estimator.
 
     ``body`` is the extended summary (the method), ``see_also`` lines
-    ``name : description``, ``examples`` doctest lines (``>>>``); all dedented.
-    Without ``examples``, the standard ones: a fit of ``cls`` with
-    ``hidden_layer_sizes=example_hidden`` on diabetes (a regressor) or on the
-    standardised breast cancer data (a classifier), and a prediction.
+    ``name : description``; both dedented. The Examples are the standard ones: a fit of
+    ``cls`` with ``hidden_layer_sizes=example_hidden`` on diabetes (a regressor) or on
+    the standardised breast cancer data (a classifier), and a prediction.
     """
     from sklearn.base import ClassifierMixin
 
-    if examples is None:
-        template = _CLASSIFIER_EXAMPLES if issubclass(cls, ClassifierMixin) else _REGRESSOR_EXAMPLES
-        examples = template.format(name=cls.__name__, hidden=example_hidden)
+    template = _CLASSIFIER_EXAMPLES if issubclass(cls, ClassifierMixin) else _REGRESSOR_EXAMPLES
+    examples = template.format(name=cls.__name__, hidden=example_hidden)
     if issubclass(cls, ClassifierMixin):
         attrs = attributes_section(cls, CLASSIFIER_ATTRS, first=("classes_",))
     else:
