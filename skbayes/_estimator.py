@@ -25,7 +25,7 @@ from scipy.special import logsumexp
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils import check_array, check_consistent_length, check_random_state, column_or_1d
 from sklearn.utils.multiclass import check_classification_targets, unique_labels
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 from torch import nn
 
 if TYPE_CHECKING:
@@ -57,8 +57,10 @@ from ._validation import (
     Check,
     Interval,
     Options,
+    check_sample_weight,
     instance_of,
     merged_constraints,
+    validate_data,
     validate_params,
 )
 from .exceptions import (
@@ -1061,7 +1063,7 @@ class BayesianNetwork(BaseEstimator):
         are all one are no weights: they come back as None, so that such a fit is the
         unweighted one to the last bit (the weighted formulas, a weighted mean or
         variance, round differently)."""
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        sw = check_sample_weight(sample_weight, X)
         if bool(np.all(sw == 1.0)):
             return X, y, None
         keep = sw > 0

@@ -6,6 +6,9 @@ constraint of its list. The tables are merged along the class hierarchy and
 checked once, at the start of ``fit`` / ``partial_fit``, before any state is
 touched. scikit-learn keeps its ``Interval`` / ``StrOptions`` machinery
 private, so this is a small local version with the same error type.
+
+The data checks at the end (:func:`validate_data`, :func:`check_sample_weight`) wrap
+scikit-learn's, so that every supported scikit-learn release gives the same clear errors.
 """
 
 from __future__ import annotations
@@ -16,6 +19,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
+from sklearn.utils.validation import _check_sample_weight
+from sklearn.utils.validation import validate_data as _sklearn_validate_data
 
 from .exceptions import InvalidParameterError
 
@@ -192,3 +197,31 @@ def validate_params(owner: str, params: Mapping[str, Any], constraints: Mapping[
         described = [str(c) for c in allowed]
         text = described[0] if len(described) == 1 else ", ".join(described[:-1]) + " or " + described[-1]
         raise InvalidParameterError(f"{owner}: {name} must be {text}, got {value!r}.")
+
+
+# --- data ----------------------------------------------------------------------------------
+def validate_data(estimator: Any, X: Any, *args: Any, **kwargs: Any) -> Any:
+    """scikit-learn's ``validate_data``, with a clear error for an ``X`` of no columns.
+
+    scikit-learn's ``check_array`` reports an array of no columns ("Found array with 0
+    feature(s)") but fails earlier, inside numpy ("at least one array or dtype is
+    required"), on a pandas DataFrame of none (what a ``ColumnTransformer`` that selects
+    nothing returns); this raises its message for both.
+    """
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) == 2 and shape[1] == 0:
+        raise ValueError(
+            f"Found array with 0 feature(s) (shape={tuple(shape)}) while a minimum of 1 is required "
+            f"by {type(estimator).__name__}."
+        )
+    return _sklearn_validate_data(estimator, X, *args, **kwargs)
+
+
+def check_sample_weight(sample_weight: Any, X: np.ndarray) -> np.ndarray:
+    """Sample weights as a new or validated float64 array: one finite, non-negative weight per
+    row of ``X`` (scikit-learn's checks), not all zero (which only recent scikit-learn releases
+    check: a fit with every weight zero has no data)."""
+    sw: np.ndarray = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    if not bool(np.any(sw)):
+        raise ValueError("Sample weights must contain at least one non-zero number.")
+    return sw

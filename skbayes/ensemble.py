@@ -30,11 +30,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin, MetaEstimatorMixin, Reg
 from sklearn.utils import check_array, check_random_state, column_or_1d
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._estimator import BayesianNetworkRegressor
 from ._quantiles import PredictIntervalMixin, check_quantiles, mixture_quantiles
-from ._validation import NONE, RANDOM_STATE, Check, Interval, validate_params
+from ._validation import NONE, RANDOM_STATE, Check, Interval, validate_data, validate_params
 
 __all__ = ["PosteriorEnsembleRegressor", "PosteriorEnsembleClassifier"]
 

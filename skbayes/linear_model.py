@@ -17,10 +17,11 @@ from scipy.optimize import minimize_scalar
 from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._memory import memory_limit_bytes
 from ._quantiles import PredictIntervalMixin, check_quantiles, gaussian_quantiles
+from ._validation import check_sample_weight, validate_data
 from .exceptions import MemoryLimitError, NonFiniteOutputError
 
 __all__ = ["BayesianLinearRegression", "MemoryLimitError"]
@@ -304,15 +305,15 @@ def _solve_dual(
     K.flat[:: m_ + 1] += alpha
     chol = _cholesky(K, "dual (Gram)")
     del K
-    z = linalg.solve_triangular(chol, yw, lower=True, check_finite=False)
-    a = linalg.solve_triangular(chol.T, z, lower=False, check_finite=False)
+    z = _solve_triangular(chol, yw, lower=True)
+    a = _solve_triangular(chol.T, z, lower=False)
     coef = Xw.T @ a  # (alpha I + Xw^T Xw)^{-1} Xw^T yw = Xw^T (alpha I + Xw Xw^T)^{-1} yw
     logdet = 2.0 * np.sum(np.log(np.diag(chol))) - m_ * math.log(alpha)
     # y^T (L + Xc Xc^T / alpha)^{-1} y = alpha yw^T K^{-1} yw
     quad = alpha * (z @ z)
     sigma = None
     if compute_sigma:
-        B = linalg.solve_triangular(chol, Xw, lower=True, check_finite=False)
+        B = _solve_triangular(chol, Xw, lower=True)
         sigma = B.T @ B
         del B
         sigma *= -1.0
@@ -320,6 +321,15 @@ def _solve_dual(
         sigma /= alpha  # (I - Xw^T K^{-1} Xw) / alpha
         sigma = 0.5 * (sigma + sigma.T)
     return coef, sigma, logdet, quad, chol
+
+
+def _solve_triangular(chol: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarray:
+    """``chol^{-1} b`` for a triangular ``chol``; also for ``chol`` of no rows (the dual route of one
+    centred row), which older scipy releases refuse."""
+    if chol.shape[0] == 0:
+        return np.zeros_like(b)
+    x: np.ndarray = linalg.solve_triangular(chol, b, lower=lower, check_finite=False)
+    return x
 
 
 def _weighted_evidence_correction(r: np.ndarray, sample_weight: np.ndarray) -> float:
@@ -854,7 +864,7 @@ class BayesianLinearRegression(PredictIntervalMixin, RegressorMixin, BaseEstimat
             r = np.ones(n_samples)
         sw = None
         if sample_weight is not None:
-            sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+            sw = check_sample_weight(sample_weight, X)
             keep = sw > 0
             if not keep.all():  # rows of weight zero have no influence: drop them
                 X, y, r, sw = X[keep], y[keep], r[keep], sw[keep]
@@ -1201,7 +1211,8 @@ class BayesianLinearRegression(PredictIntervalMixin, RegressorMixin, BaseEstimat
                 Xw = state["_dual_design"]
                 W = rng.standard_normal((d, n_samples)) / math.sqrt(self.alpha_)
                 e = rng.standard_normal((Xw.shape[0], n_samples))
-                W -= Xw.T @ linalg.cho_solve((state["_chol"], True), Xw @ W + e, check_finite=False)
+                chol = state["_chol"]
+                W -= Xw.T @ _solve_triangular(chol.T, _solve_triangular(chol, Xw @ W + e, lower=True), lower=False)
             W += state["_coef_std"][:, None]
             W *= (pub["y_scale_"] / self.X_scale_)[:, None]  # to the units of the data
             with np.errstate(over="ignore", invalid="ignore"):

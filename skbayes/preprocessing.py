@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike
 from sklearn.base import BaseEstimator, OneToOneFeatureMixin, TransformerMixin
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from ._validation import NONE, Constraint, Options, validate_params
+from ._validation import NONE, Constraint, Options, validate_data, validate_params
 
 __all__ = ["ImageScaler"]
 

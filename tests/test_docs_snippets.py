@@ -10,12 +10,19 @@ not installed) carries a marker on the line just above its opening fence::
 
     <!-- skip-test: needs a CUDA GPU -->
 
+A block that needs an optional package, or a release of a dependency newer than the oldest
+one skbayes supports, names it instead, and is skipped where it is missing or older::
+
+    <!-- requires: skops -->
+    <!-- requires: scikit-learn>=1.8 -->
+
 Such blocks are reported as skipped with their reason (``pytest -rs``); a marker without a
 reason is an error. Other fenced blocks (``bash``, ``text``, untagged) are not run.
 """
 
 import re
 import warnings
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -25,6 +32,24 @@ PAGES = sorted((ROOT / "docs").glob("*.md")) + [ROOT / "README.md"]
 
 _FENCE = re.compile(r"^(\s*)(`{3,}|~{3,})\s*([\w+-]*)")
 _SKIP = re.compile(r"^\s*<!--\s*skip-test:(.*?)-->\s*$")
+_REQUIRES = re.compile(r"^\s*<!--\s*requires:\s*([A-Za-z0-9_.-]+)\s*(?:>=\s*([0-9.]+))?\s*-->\s*$")
+
+
+def _version(text):
+    """The leading release numbers of a version string ('1.8.0rc1' -> (1, 8, 0))."""
+    return tuple(int(part) for part in re.findall(r"\d+", text.split("+")[0])[:3])
+
+
+def unmet_requirement(dist, minimum=None):
+    """Why a block that needs the distribution ``dist`` (at least ``minimum``) cannot run here,
+    or None when it can."""
+    try:
+        installed = metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return f"needs {dist} (not installed)"
+    if minimum and _version(installed) < _version(minimum):
+        return f"needs {dist}>={minimum} ({installed} installed)"
+    return None
 
 
 def extract_blocks(text):
@@ -33,7 +58,8 @@ def extract_blocks(text):
     Returns a list of ``(line, code, skip_reason)``: ``line`` is the 1-based line of the opening
     fence, ``code`` the block's source (its indentation removed) and ``skip_reason`` the reason
     of a ``<!-- skip-test: ... -->`` marker on the nearest non-blank line above the fence, or
-    ``None``. Blocks inside another fenced block (e.g. a Markdown example in a ``text`` block)
+    ``None``; a ``<!-- requires: ... -->`` marker gives the reason when the requirement is not
+    met here, else ``None``. Blocks inside another fenced block (e.g. a Markdown example in a ``text`` block)
     are not extracted.
     """
     lines = text.splitlines()
@@ -57,6 +83,9 @@ def extract_blocks(text):
             reason = skip.group(1).strip() if skip else None
             if skip and not reason:
                 raise ValueError(f"line {above + 1}: a skip-test marker needs a reason")
+            requires = _REQUIRES.match(lines[above]) if above >= 0 else None
+            if requires:
+                reason = unmet_requirement(*requires.groups())
             blocks.append((i + 1, "\n".join(body) + "\n", reason))
         i = end + 1
     return blocks
@@ -115,6 +144,37 @@ def test_extract_blocks():
     ]
     with pytest.raises(ValueError, match="needs a reason"):
         extract_blocks("<!-- skip-test: -->\n```python\npass\n```\n")
+
+
+def test_requires_markers():
+    """A block that needs a package runs where it is installed and recent enough, else is skipped."""
+    text = "\n".join(
+        [
+            "<!-- requires: pytest -->",
+            "```python",
+            "a = 1",
+            "```",
+            "<!-- requires: pytest>=7 -->",
+            "```python",
+            "b = 1",
+            "```",
+            "<!-- requires: pytest>=9999.1 -->",
+            "```python",
+            "c = 1",
+            "```",
+            "<!-- requires: no-such-distribution -->",
+            "```python",
+            "d = 1",
+            "```",
+        ]
+    )
+    installed = metadata.version("pytest")
+    assert extract_blocks(text) == [
+        (2, "a = 1\n", None),
+        (6, "b = 1\n", None),
+        (10, "c = 1\n", f"needs pytest>=9999.1 ({installed} installed)"),
+        (14, "d = 1\n", "needs no-such-distribution (not installed)"),
+    ]
 
 
 @pytest.mark.parametrize(("page", "line", "code"), BLOCKS)

@@ -106,6 +106,33 @@ def test_pandas_input_and_feature_names(Reg, Clf):
     assert list(clf.feature_names_in_) == list("abcd")
 
 
+def _no_columns_estimators():
+    from skbayes.ensemble import PosteriorEnsembleClassifier, PosteriorEnsembleRegressor
+    from skbayes.linear_model import BayesianLinearRegression
+    from skbayes.preprocessing import ImageScaler
+
+    ests = [Reg(**FAST) for Reg in REGRESSORS] + [Clf(**FAST) for Clf in CLASSIFIERS]
+    ests += [BayesianLinearRegression(), ImageScaler()]
+    ests += [PosteriorEnsembleRegressor(SLANGRegressor(**FAST), n_members=2)]
+    ests += [PosteriorEnsembleClassifier(SLANGClassifier(**FAST), n_members=2)]
+    return ests
+
+
+@pytest.mark.parametrize("est", _no_columns_estimators(), ids=lambda e: type(e).__name__)
+def test_a_frame_of_no_columns_gets_scikit_learns_error(est):
+    """A DataFrame of no columns (a ColumnTransformer that selects nothing) gets the error of an
+    array of no columns, at fit and at predict, not numpy's "at least one array or dtype is
+    required" from inside scikit-learn's check_array."""
+    X, y = clf_data() if hasattr(est, "predict_proba") else reg_data()
+    empty = pd.DataFrame(index=range(len(y)))
+    with pytest.raises(ValueError, match=r"0 feature\(s\) \(shape=\(\d+, 0\)\) while a minimum of 1 is required"):
+        est.fit(empty, y)
+    est.fit(X, y)
+    predict = est.transform if hasattr(est, "transform") else est.predict
+    with pytest.raises(ValueError, match=r"0 feature\(s\)"):
+        predict(empty)
+
+
 @pytest.mark.parametrize("Clf", CLASSIFIERS)
 def test_string_labels_binary_and_multiclass(Clf):
     Xc, yc = clf_data()

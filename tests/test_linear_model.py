@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import sklearn
 from numpy.testing import assert_allclose
 from scipy.stats import multivariate_normal
 from sklearn.datasets import load_diabetes
@@ -170,6 +171,11 @@ def test_matches_bayesian_ridge_on_diabetes():
     assert est._route == "primal"
 
 
+@pytest.mark.skipif(
+    tuple(int(v) for v in sklearn.__version__.split(".")[:2]) < (1, 7),
+    reason="scikit-learn before 1.7 computes BayesianRidge's sigma_ from a thin SVD, wrong with fewer rows "
+    "than features (the wide route is checked against dense formulas and the primal route above and below)",
+)
 def test_matches_bayesian_ridge_wide():
     X, y, _ = _data(40, 60, seed=7)
     est = _check_against_bayesian_ridge(X, y, _data(10, 60, seed=8)[0])
