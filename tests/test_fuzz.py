@@ -97,7 +97,9 @@ INTERNAL = re.compile(
     r"torch\.linalg|torch\._|linalg\.|LinAlgError|size mismatch|mat1 and mat2|cannot be multiplied|must match the size|"
     r"RuntimeError|out of bounds|read-only|assignment destination|[Tt]ensor|broadcast|"
     r"not supported between instances|object has no attribute|unhashable|takes \d+ positional|"
-    r"float\(\) argument|int\(\) argument|unsupported operand|invalid value encountered"
+    r"float\(\) argument|int\(\) argument|unsupported operand|invalid value encountered|"
+    # numpy's and LAPACK's own words, which reach the user when a check upstream is missing
+    r"zero-size array|at least one array or dtype|illegal value in \d+\w* argument"
 )
 #: A data error must say which input it is about.
 NAMES_DATA = re.compile(r"\bX\b|\by\b|[Ii]nput|[Ll]abel|[Cc]lass|[Ss]ample|[Ff]eature|[Tt]arget|[Aa]rray|dtype|shape")
