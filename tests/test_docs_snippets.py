@@ -59,8 +59,8 @@ def extract_blocks(text):
     fence, ``code`` the block's source (its indentation removed) and ``skip_reason`` the reason
     of a ``<!-- skip-test: ... -->`` marker on the nearest non-blank line above the fence, or
     ``None``; a ``<!-- requires: ... -->`` marker gives the reason when the requirement is not
-    met here, else ``None``. Blocks inside another fenced block (e.g. a Markdown example in a ``text`` block)
-    are not extracted.
+    met here, else ``None``. Blocks inside another fenced block (e.g. a Markdown example in a
+    ``text`` block) are not extracted.
     """
     lines = text.splitlines()
     blocks = []
