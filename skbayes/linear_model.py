@@ -332,6 +332,15 @@ def _solve_triangular(chol: np.ndarray, b: np.ndarray, lower: bool) -> np.ndarra
     return x
 
 
+def _cho_solve(chol: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``(chol chol^T)^{-1} b`` for a lower Cholesky factor ``chol``, also of no rows (see
+    :func:`_solve_triangular`)."""
+    if chol.shape[0] == 0:
+        return np.zeros_like(b)
+    x: np.ndarray = linalg.cho_solve((chol, True), b, check_finite=False)
+    return x
+
+
 def _weighted_evidence_correction(r: np.ndarray, sample_weight: np.ndarray) -> float:
     """``log p_w(y) - log N(yc | 0, diag(1 / r) + ...)``: the log evidence of the weighted
     likelihood ``prod_i N(y_i | x_i w, 1 / p_i)^{w_i}`` (``p_i = r_i / w_i`` the rows' noise
@@ -1211,8 +1220,7 @@ class BayesianLinearRegression(PredictIntervalMixin, RegressorMixin, BaseEstimat
                 Xw = state["_dual_design"]
                 W = rng.standard_normal((d, n_samples)) / math.sqrt(self.alpha_)
                 e = rng.standard_normal((Xw.shape[0], n_samples))
-                chol = state["_chol"]
-                W -= Xw.T @ _solve_triangular(chol.T, _solve_triangular(chol, Xw @ W + e, lower=True), lower=False)
+                W -= Xw.T @ _cho_solve(state["_chol"], Xw @ W + e)
             W += state["_coef_std"][:, None]
             W *= (pub["y_scale_"] / self.X_scale_)[:, None]  # to the units of the data
             with np.errstate(over="ignore", invalid="ignore"):
