@@ -4,8 +4,9 @@
 worker. This script isolates that cost: every network estimator at its defaults
 (``max_iter`` shortened: the cost of a prediction does not depend on how long the fit ran)
 and a deep ensemble of 5 MLPs (the benchmark's peer), each called ``--calls`` times on the
-same rows in one process at one thread (torch and BLAS); the first call and the median are
-reported.
+same rows in one process at one thread (torch and BLAS); the first call, the median and the
+minor page faults of the first two calls (memory the process touches for the first time:
+``resource.getrusage``) are reported.
 
 - ``digits``: the test quarter of a stratified split (450 rows, 64 features, standardised),
   the networks' default hidden layer (50,), float64.
@@ -28,6 +29,7 @@ Run: ``python benchmarks/bench_predict_small.py [--data digits,fashion] [--calls
 from __future__ import annotations
 
 import argparse
+import resource
 import statistics
 import time
 import warnings
@@ -66,23 +68,26 @@ def regression(name, calls, methods):
         d = make_data(dict(dataset=name, fit=fit, seed=0))
         label = f"{name} ({'in range' if fit == 'inrange' else 'extrapolation'})"
         ens_model = MLPEnsemble("reg", 5, (50,), 0, {"max_iter": 20}).fit(d["Xtr"], d["ytr"])
-        first, ens = timed(predictive_mixture(ens_model), d["Xte"], calls)
+        first, ens, faults = timed(predictive_mixture(ens_model), d["Xte"], calls)
         n = len(d["Xte"])
-        print(f"| {label} | 5-MLP ensemble | {n} | {first * 1e3:.2f} | {ens * 1e3:.2f} | 1.00 |", flush=True)
+        print(f"| {label} | 5-MLP ensemble | {n} | {first * 1e3:.2f} | {ens * 1e3:.2f} | 1.00 | {faults} |", flush=True)
         for method in methods:
             est = REGRESSORS[method](hidden_layer_sizes=(50,), max_iter=3, random_state=0).fit(d["Xtr"], d["ytr"])
-            first, med = timed(predictive_mixture(est), d["Xte"], calls)
-            row = [label, type(est).__name__, n, f"{first * 1e3:.2f}", f"{med * 1e3:.2f}", f"{med / ens:.2f}"]
+            first, med, faults = timed(predictive_mixture(est), d["Xte"], calls)
+            row = [label, type(est).__name__, n, f"{first * 1e3:.2f}", f"{med * 1e3:.2f}", f"{med / ens:.2f}", faults]
             print("| " + " | ".join(map(str, row)) + " |", flush=True)
 
 
 def timed(call, X, calls):
-    times = []
+    """The first call's time, the median time and the minor page faults of the first two calls."""
+    times, faults = [], []
     for _ in range(calls):
+        f0 = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
         t = time.perf_counter()
         call(X)
         times.append(time.perf_counter() - t)
-    return times[0], statistics.median(times)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - f0)
+    return times[0], statistics.median(times), " / ".join(map(str, faults[:2]))
 
 
 def main():
@@ -95,8 +100,8 @@ def main():
     warnings.simplefilter("ignore")
     print(f"# prediction cost at the defaults, one thread; {library_version()}, torch {torch.__version__}")
     print(f"# first call and median of {args.calls} calls on the same rows\n")
-    print("| data | model | rows | first call ms | median ms | median / ensemble |")
-    print("|---|---|---:|---:|---:|---:|")
+    print("| data | model | rows | first call ms | median ms | median / ensemble | page faults, calls 1 / 2 |")
+    print("|---|---|---:|---:|---:|---:|---:|")
     for name in args.data.split(","):
         if name in REGRESSION:
             regression(name, args.calls, args.methods.split(","))
@@ -107,12 +112,14 @@ def main():
             for s in range(5)
         ]
         ensemble = lambda A, ms=mlps: sum(m.predict_proba(A) for m in ms) / len(ms)  # noqa: E731
-        first, ens = timed(ensemble, Xte, args.calls)
-        print(f"| {name} | 5-MLP ensemble | {len(Xte)} | {first * 1e3:.2f} | {ens * 1e3:.2f} | 1.00 |", flush=True)
+        first, ens, faults = timed(ensemble, Xte, args.calls)
+        row = [name, "5-MLP ensemble", len(Xte), f"{first * 1e3:.2f}", f"{ens * 1e3:.2f}", "1.00", faults]
+        print("| " + " | ".join(map(str, row)) + " |", flush=True)
         for method in args.methods.split(","):
             est = METHODS[method](max_iter=3, random_state=0, **kw).fit(Xtr, ytr)
-            first, med = timed(est.predict_proba, Xte, args.calls)
-            row = [name, type(est).__name__, len(Xte), f"{first * 1e3:.2f}", f"{med * 1e3:.2f}", f"{med / ens:.2f}"]
+            first, med, faults = timed(est.predict_proba, Xte, args.calls)
+            times = [f"{first * 1e3:.2f}", f"{med * 1e3:.2f}", f"{med / ens:.2f}"]
+            row = [name, type(est).__name__, len(Xte), *times, faults]
             print("| " + " | ".join(map(str, row)) + " |", flush=True)
 
 
