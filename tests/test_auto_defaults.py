@@ -18,6 +18,7 @@ from skbayes import (
     MCDropoutClassifier,
     MCDropoutRegressor,
     NoisyEKFACClassifier,
+    NoisyEKFACRegressor,
     NoisyKFACClassifier,
     NoisyKFACRegressor,
     SLANGClassifier,
@@ -93,6 +94,7 @@ def test_protocol_values_differ_by_size_where_documented():
         "kl_weight": (0.3, 1.0),
         "predictive": ("glm", "sampled"),
         "damping": (1e-3, 0.003),
+        "fisher": ("empirical", "true"),
     }
     assert BBBClassifier._auto_by_size["kl_weight"] == (0.1, 1.0)
 
@@ -217,6 +219,23 @@ def test_kfac_classifier_damping_auto_by_size(hidden):
     with pytest.raises(ValueError, match="damping"):
         NoisyKFACClassifier(damping="large").fit(X, y)
     assert isinstance(NoisyKFACRegressor().damping, float) and isinstance(NoisyEKFACClassifier().damping, float)
+
+
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_kfac_classifier_fisher_auto_by_size(hidden):
+    """Noisy K-FAC's classifier: 'auto' Fisher is the empirical one below LARGE_NETWORK_WEIGHTS and
+    the true one (labels sampled from the model) from there on, bit for bit, and the other
+    Fisher gives another fit; the regressor and noisy EK-FAC keep the true Fisher."""
+    value, other_value = ("true", "empirical") if hidden == (700,) else ("empirical", "true")
+    auto, explicit, other, X, y = _auto_explicit_other(NoisyKFACClassifier, hidden, "fisher", value, other_value)
+    assert auto._make_family().fisher == value
+    np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
+    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
+    assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
+    with pytest.raises(ValueError, match="fisher"):
+        NoisyKFACClassifier(fisher="observed").fit(X, y)
+    for Est in (NoisyKFACRegressor, NoisyEKFACClassifier, NoisyEKFACRegressor):
+        assert Est().fisher == "true"
 
 
 CLASSIFIERS = [e.estimator for e in all_estimators(network=True) if e.estimator.__name__.endswith("Classifier")]
