@@ -344,9 +344,12 @@ def test_more_prediction_samples_lower_the_log_loss_under_shift():
     Xtr, Xte, ytr, yte = train_test_split(X / 16.0, y, test_size=0.25, stratify=y, random_state=0)
     scaler = StandardScaler().fit(Xtr)
     shifted = np.clip(Xte + np.random.RandomState(1).normal(0.0, 0.04, Xte.shape), 0.0, 1.0)
-    # the untempered sampled posterior with the step decay this was measured at (the small-network
-    # default is now tempered with the GLM predictive, which draws no weight samples)
-    est = NoisyKFACClassifier(kl_weight=1.0, predictive="sampled", decay_epochs=100, random_state=0)
+    # the untempered sampled posterior with the step decay and the true Fisher this was measured at
+    # (the small-network default is now tempered with the GLM predictive, which draws no weight
+    # samples, and takes the empirical Fisher)
+    est = NoisyKFACClassifier(
+        kl_weight=1.0, predictive="sampled", decay_epochs=100, fisher="true", random_state=0
+    )
     est.fit(scaler.transform(Xtr), ytr)
     Xs = scaler.transform(shifted)
 
