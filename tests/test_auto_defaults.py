@@ -347,9 +347,7 @@ def test_more_prediction_samples_lower_the_log_loss_under_shift():
     # the untempered sampled posterior with the step decay and the true Fisher this was measured at
     # (the small-network default is now tempered with the GLM predictive, which draws no weight
     # samples, and takes the empirical Fisher)
-    est = NoisyKFACClassifier(
-        kl_weight=1.0, predictive="sampled", decay_epochs=100, fisher="true", random_state=0
-    )
+    est = NoisyKFACClassifier(kl_weight=1.0, predictive="sampled", decay_epochs=100, fisher="true", random_state=0)
     est.fit(scaler.transform(Xtr), ytr)
     Xs = scaler.transform(shifted)
 
