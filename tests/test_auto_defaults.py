@@ -205,37 +205,31 @@ def test_mc_dropout_rate_auto_by_size(Est, hidden):
     assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
 
 
+@pytest.mark.parametrize(
+    "name, small, large, bad, kept",
+    [
+        ("damping", 0.001, 0.003, "large", lambda v: isinstance(v, float)),
+        ("fisher", "empirical", "true", "observed", lambda v: v == "true"),
+    ],
+    ids=["damping", "fisher"],
+)
 @pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
-def test_kfac_classifier_damping_auto_by_size(hidden):
+def test_kfac_classifier_auto_by_size(name, small, large, bad, kept, hidden):
     """Noisy K-FAC's classifier: 'auto' damping is 0.001 below LARGE_NETWORK_WEIGHTS and 0.003 from
-    there on (the image group with one scale for all pixels), bit for bit, and the other size's
-    damping gives another fit; the regressor and noisy EK-FAC keep a fixed number."""
-    value, other_value = (0.003, 0.001) if hidden == (700,) else (0.001, 0.003)
-    auto, explicit, other, X, y = _auto_explicit_other(NoisyKFACClassifier, hidden, "damping", value, other_value)
-    assert auto._make_family().damping == value
+    there on (the image group with one scale for all pixels), 'auto' Fisher the empirical one below
+    and the true one (labels sampled from the model) from there on, each bit for bit, and the other
+    size's value gives another fit; the regressor and noisy EK-FAC keep a fixed value (a number,
+    the true Fisher)."""
+    value, other_value = (large, small) if hidden == (700,) else (small, large)
+    auto, explicit, other, X, y = _auto_explicit_other(NoisyKFACClassifier, hidden, name, value, other_value)
+    assert getattr(auto._make_family(), name) == value
     np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
     np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
     assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
-    with pytest.raises(ValueError, match="damping"):
-        NoisyKFACClassifier(damping="large").fit(X, y)
-    assert isinstance(NoisyKFACRegressor().damping, float) and isinstance(NoisyEKFACClassifier().damping, float)
-
-
-@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
-def test_kfac_classifier_fisher_auto_by_size(hidden):
-    """Noisy K-FAC's classifier: 'auto' Fisher is the empirical one below LARGE_NETWORK_WEIGHTS and
-    the true one (labels sampled from the model) from there on, bit for bit, and the other
-    Fisher gives another fit; the regressor and noisy EK-FAC keep the true Fisher."""
-    value, other_value = ("true", "empirical") if hidden == (700,) else ("empirical", "true")
-    auto, explicit, other, X, y = _auto_explicit_other(NoisyKFACClassifier, hidden, "fisher", value, other_value)
-    assert auto._make_family().fisher == value
-    np.testing.assert_array_equal(auto.posterior_.mean, explicit.posterior_.mean)
-    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
-    assert not np.array_equal(auto.posterior_.mean, other.posterior_.mean)
-    with pytest.raises(ValueError, match="fisher"):
-        NoisyKFACClassifier(fisher="observed").fit(X, y)
+    with pytest.raises(ValueError, match=name):
+        NoisyKFACClassifier(**{name: bad}).fit(X, y)
     for Est in (NoisyKFACRegressor, NoisyEKFACClassifier, NoisyEKFACRegressor):
-        assert Est().fisher == "true"
+        assert kept(Est().get_params()[name])
 
 
 CLASSIFIERS = [e.estimator for e in all_estimators(network=True) if e.estimator.__name__.endswith("Classifier")]
