@@ -43,18 +43,18 @@ CLASSIFIER_DECAY_EPOCHS = 30
 REGRESSOR_N_ITER_NO_CHANGE = 50
 
 
-#: ``NoisyKFACClassifier``'s ``damping``: the family's entry, and 'auto' by network size.
-_CLASSIFIER_DAMPING = Entry(
-    "float or 'auto'",
-    KFACFamily.param_docs["damping"].text + "\n'auto' is the value the defaults protocol chose: {auto_damping}",
-)
+def _classifier_auto_entry(name: str, type_: str, why: str = "") -> Entry:
+    """``NoisyKFACClassifier``'s entry of parameter ``name``: the family's, and 'auto' by network
+    size (its values filled in from ``_auto_by_size`` when the docstring is built)."""
+    text = KFACFamily.param_docs[name].text + f"\n'auto' is the value the defaults protocol chose: {{auto_{name}}}"
+    return Entry(f"{type_} or 'auto'", text + why)
 
-#: ``NoisyKFACClassifier``'s ``fisher``: the family's entry, and 'auto' by network size.
-_CLASSIFIER_FISHER = Entry(
-    "{'true', 'empirical'} or 'auto'",
-    KFACFamily.param_docs["fisher"].text
-    + "\n'auto' is the value the defaults protocol chose: {auto_fisher} On small networks the"
-    "\nempirical Fisher ranked first on the small classification sets and was level or better"
+
+_CLASSIFIER_DAMPING = _classifier_auto_entry("damping", "float")
+_CLASSIFIER_FISHER = _classifier_auto_entry(
+    "fisher",
+    "{'true', 'empirical'}",
+    " On small networks the\nempirical Fisher ranked first on the small classification sets and was level or better"
     "\non the held-out ones; on the image subset the true Fisher separated unseen classes better.",
 )
 
