@@ -36,6 +36,7 @@ Run:  .venv/bin/python benchmarks/bench_defaults.py            (~3 min on 2 core
           --methods slang,vogn,vadam,bbb,mcdropout,kfac,ekfac,lr,mlp,hgb,gp       (held-out sets)
 Options: --datasets digits,breast_cancer,diabetes  --methods slang,kfac,lr,mlp  --splits 3  --jobs 2
          --set slang.damping=0.01 (any skbayes parameter; METHOD '*': every skbayes method that has it)
+         --train-rows 800 (fit on a stratified subset of each split's training rows, scored on the same test rows)
 """
 
 import argparse
@@ -121,10 +122,13 @@ def run_one(job):
     from skbayes.metrics import expected_calibration_error, interval_coverage
 
     one_thread()
-    dataset, method, k, overrides, optional = job
+    dataset, method, k, overrides, optional, train_rows = job
     task = TASK[dataset]
     X, y = load(dataset)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, random_state=k, stratify=y if task == "clf" else None)
+    if train_rows is not None and train_rows < len(ytr):  # a subset of the training rows, the same test rows
+        strat = ytr if task == "clf" else None
+        Xtr, _, ytr, _ = train_test_split(Xtr, ytr, train_size=train_rows, random_state=k, stratify=strat)
     if method == "gp" and task == "clf":  # a regression peer only
         return dict(dataset=dataset, method=method, split=k, problems=[])
     pipe = make(method, task, k, overrides, optional)
@@ -227,7 +231,12 @@ def main(argv=None):
     ap.add_argument("--splits", type=int, default=3)
     ap.add_argument("--jobs", type=int, default=2, help="worker processes (1 thread each, torch and BLAS)")
     ap.add_argument("--set", action="append", default=[], metavar="METHOD.PARAM=VALUE")
+    ap.add_argument(
+        "--train-rows", type=int, default=None, help="fit on this many of each split's training rows (same test rows)"
+    )
     args = ap.parse_args(argv)
+    if args.train_rows is not None and args.train_rows < 2:
+        ap.error("--train-rows must be at least 2")
     datasets = [d for d in args.datasets.split(",") if d]
     if "heldout" in datasets:
         i = datasets.index("heldout")
@@ -253,8 +262,10 @@ def main(argv=None):
     print(f"{library_version()}, torch {torch.__version__}, scikit-learn {sklearn.__version__}, {os.cpu_count()} CPUs")
     if args.set:
         print(f"overrides: {args.set}")
+    if args.train_rows is not None:
+        print(f"training rows: at most {args.train_rows} of each split's")
     jobs = [
-        (d, m, k, overrides.get(m, {}), optional.get(m, {}))
+        (d, m, k, overrides.get(m, {}), optional.get(m, {}), args.train_rows)
         for d in datasets
         for k in range(args.splits)
         for m in methods
