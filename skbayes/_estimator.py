@@ -14,6 +14,7 @@ import functools
 import inspect
 import math
 import numbers
+import warnings
 from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, TypeGuard, TypeVar, cast
@@ -256,6 +257,53 @@ def _same_value(a: object, b: object) -> bool:
         return False
 
 
+def _is_candidates(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
+    """Whether a ``kl_weight`` value lists candidates (a list or tuple)."""
+    return isinstance(value, (list, tuple))
+
+
+def _is_candidate_list(value: object, single: tuple[Any, ...]) -> bool:
+    """Two or more distinct candidates, each satisfying one of the ``single`` constraints."""
+    if not _is_candidates(value) or len(value) < 2:
+        return False
+    if not all(any(c.is_satisfied_by(v) for c in single) for v in value):
+        return False
+    return len({repr(float(v)) if isinstance(v, numbers.Real) else v for v in value}) == len(value)
+
+
+def _heldout_log_densities(est: BayesianNetwork, X: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """Each held-out row's log predictive density under a fitted ``est``: a classifier's log
+    probability of the row's label (a label it never saw in training: 1e-300); a
+    regressor's as :meth:`log_likelihood` computes it (the mixture over the predictive's
+    weight samples, or the linearised predictive's Gaussian; a 2-D ``y``: all targets
+    together)."""
+    if is_classifier_face(est):
+        proba = np.clip(est.predict_proba(X), 1e-300, None)
+        classes = list(est.classes_)
+        index = np.array([classes.index(v) if v in classes else -1 for v in np.asarray(y).tolist()])
+        return np.where(index >= 0, np.log(proba[np.arange(len(index)), np.maximum(index, 0)]), math.log(1e-300))
+    y2 = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
+    noise = np.broadcast_to(np.asarray(est.noise_std_, dtype=np.float64).reshape(-1), (y2.shape[1],))
+    if est._uses_glm():
+        mean, std = (np.asarray(a).reshape(y2.shape) for a in est.predict(X, return_std=True))
+        z = (y2 - mean) / std
+        return (-0.5 * z * z - np.log(std) - 0.5 * math.log(2 * math.pi)).sum(1)
+    f = est.sample_outputs(X)  # (S, rows, targets)
+    z = (y2[None] - f) / noise
+    logp = (-0.5 * z * z - np.log(noise) - 0.5 * math.log(2 * math.pi)).sum(-1)
+    return logsumexp(logp, axis=0) - math.log(f.shape[0])
+
+
+def _paired_gain(lp: np.ndarray, lp_first: np.ndarray, w: np.ndarray | None) -> tuple[float, float]:
+    """The (weighted) mean per-row gain ``lp - lp_first`` and its standard error."""
+    d = lp - lp_first
+    w = np.ones_like(d) if w is None else np.asarray(w, dtype=np.float64)
+    mean = float(np.sum(w * d) / np.sum(w))
+    n_eff = float(np.sum(w) ** 2 / np.sum(w * w))
+    var = float(np.sum(w * (d - mean) ** 2) / np.sum(w))
+    return mean, math.sqrt(var / max(n_eff - 1.0, 1.0))
+
+
 class BayesianNetwork(BaseEstimator):
     """Machinery shared by every skbayes network estimator (not public)."""
 
@@ -363,6 +411,15 @@ class BayesianNetwork(BaseEstimator):
                 merged[name] = [*merged[name], Options(("auto",))]
         if cls._prior_by_method is not None:  # None: the method's prior, resolved before the family sees it
             merged["prior_precision"] = [*merged["prior_precision"], NONE]
+        if "kl_weight" in merged:  # a list of candidates: fit chooses one on held-out rows
+            single = tuple(merged["kl_weight"])
+            merged["kl_weight"] = [
+                *single,
+                Check(
+                    lambda v: _is_candidate_list(v, single),
+                    "a list of two or more distinct candidates, each a positive number or 'auto'",
+                ),
+            ]
         return merged
 
     def _validate_params(self) -> None:
@@ -375,6 +432,8 @@ class BayesianNetwork(BaseEstimator):
             n_weights = int(self.posterior_.n_params) if hasattr(self, "posterior_") else 0
         params = self.get_params(deep=False)
         params.update({k: getattr(self, k) for k in self._fixed_params})
+        if _is_candidates(params.get("kl_weight")):  # the chosen candidate (before a fit, the first)
+            params["kl_weight"] = self.__dict__.get("kl_weight_", params["kl_weight"][0])
         for name in self._sized_params():
             if params.get(name) == "auto":
                 params[name] = self._resolve_auto(name, n_weights)
@@ -705,12 +764,17 @@ class BayesianNetwork(BaseEstimator):
         a ``KeyboardInterrupt`` after at least one completed epoch keeps the end of the
         last completed epoch."""
         self._validate_params()
+        # candidates: a fresh fit chooses among them; partial_fit and a continuing fit train at
+        # the last choice (kl_weight_), or at the first candidate before any
+        choose = not incremental and _is_candidates(getattr(self, "kl_weight", None))
         fitted = hasattr(self, "posterior_")
         reset = not (fitted and (incremental or self.warm_start))
         reset = reset or self._continue_or_restart(incremental)
         saved = self._fitted_state(deep=not reset)
         work = self._training_work(*_shape_hint(X), fresh=reset)
         try:
+            if choose and reset:
+                self._choose_kl_weight(X, y, sample_weight)
             with self._threads(work) as threads:
                 interrupted = self._fit_unguarded(
                     X, y, incremental, reset, classes, sample_weight, n_samples_total, threads
@@ -756,6 +820,8 @@ class BayesianNetwork(BaseEstimator):
         # sized only when needed (a module factory is built for it)
         auto = any(getattr(self, name, None) == "auto" for name in self._sized_params())
         family = self._make_family(self._n_weights(X, reset) if auto else None)
+        if "kl_weight" in family.parameter_constraints:
+            self.kl_weight_ = float(family.kl_weight)
         self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
         if reset:
             self._initialize(X, y_enc, family, check_random_state(self.random_state), sw)
@@ -1101,6 +1167,57 @@ class BayesianNetwork(BaseEstimator):
                 "scaled (standardise them).",
                 PoorFitWarning,
             )
+
+    def _choose_kl_weight(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None) -> None:
+        """``kl_weight`` given as candidates: fit a copy of the estimator at each on the rows
+        left after holding out ``validation_fraction`` of them (stratified for a classifier),
+        score each by the mean log predictive density of the held-out rows (weighted by their
+        ``sample_weight``), and keep in ``kl_weight_`` (its value, ``'auto'`` resolved) the first
+        candidate unless the best beats it by more than one standard error of the rows' paired
+        differences (the one-standard-error rule), every score in ``kl_weight_scores_``. A
+        candidate whose fit diverged scores ``-inf``."""
+        from sklearn.base import clone
+        from sklearn.model_selection import train_test_split
+
+        X, y = self._validate_X_y(X, y, reset=True)
+        sw = None
+        if sample_weight is not None:
+            X, y, sw = self._check_sample_weight(sample_weight, X, y)
+        arrays = [X, y] if sw is None else [X, y, sw]
+        n = X.shape[0]
+        n_val = math.ceil(float(self.validation_fraction) * n)
+        if n_val < 1 or n - n_val < 1:
+            raise ValueError(
+                f"kl_weight={self.kl_weight!r} chooses on validation_fraction={self.validation_fraction} "
+                f"of the rows, which leaves an empty training or validation set for {n} samples."
+            )
+        seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
+        split = functools.partial(train_test_split, *arrays, test_size=n_val, random_state=seed)
+        try:
+            parts = split(stratify=y if is_classifier_face(self) else None)
+        except ValueError:  # a class too rare to stratify
+            parts = split()
+        fit_part, held = parts[0::2], parts[1::2]
+        wv = held[2] if sw is not None else None
+        values, densities = [], []
+        for candidate in self.kl_weight:
+            est = clone(self).set_params(kl_weight=candidate, warm_start=False)
+            with warnings.catch_warnings():  # the chosen fit below warns for itself
+                warnings.simplefilter("ignore")
+                est.fit(*fit_part[:2], sample_weight=None if sw is None else fit_part[2])
+            values.append(est.kl_weight_)
+            lp = np.full(held[0].shape[0], -np.inf) if est.diverged_ else _heldout_log_densities(est, *held[:2])
+            densities.append(np.where(np.isfinite(lp), lp, -np.inf))
+        scores = np.array([np.average(lp, weights=wv) for lp in densities])
+        best = int(np.argmax(scores))
+        if best > 0 and np.isfinite(scores[0]):  # the first candidate unless beaten by over one SE
+            gain, se = _paired_gain(densities[best], densities[0], wv)
+            best = best if gain > se else 0
+        self.kl_weight_ = values[best]
+        self.kl_weight_scores_ = scores
+        if self.verbose:
+            table = ", ".join(f"{v:g}: {s:.4f}" for v, s in zip(values, scores))
+            print(f"kl_weight: held-out log-likelihood {table}; chose {self.kl_weight_:g}")
 
     def _validation_split(
         self, X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None = None

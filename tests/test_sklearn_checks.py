@@ -2,11 +2,16 @@
 
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from skbayes import all_estimators
+from skbayes import NoisyKFACClassifier, SLANGRegressor, all_estimators
 
 # Small, fast configurations: the checks fit hundreds of times on tiny data.
 _FAST = dict(hidden_layer_sizes=(10,), max_iter=50, predict_samples=10, random_state=0)
 ESTIMATORS = [e.estimator(**_FAST) for e in all_estimators(network=True)]
+# kl_weight as a list of candidates: every fit also fits each candidate on the held-out split
+_CANDIDATES = [
+    NoisyKFACClassifier(kl_weight=[0.3, 1.0], **_FAST),
+    SLANGRegressor(kl_weight=["auto", 1.0], **_FAST),
+]
 
 
 #: Checks a stochastic network cannot pass, and why (scikit-learn marks them xfail).
@@ -25,7 +30,7 @@ EXPECTED_FAILED_CHECKS = {
 }
 
 
-@parametrize_with_checks(ESTIMATORS, expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
+@parametrize_with_checks(ESTIMATORS + _CANDIDATES, expected_failed_checks=lambda est: EXPECTED_FAILED_CHECKS)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 

@@ -309,7 +309,7 @@ def test_defaults_are_the_ones_the_protocol_chose(Est):
         )
         assert got == PROTOCOL_DEFAULTS[Est][size], (Est.__name__, size)
     doc = Est.__doc__
-    assert f"kl_weight : float or 'auto', default={params['kl_weight']!r}" in doc
+    assert f"kl_weight : float, 'auto' or list, default={params['kl_weight']!r}" in doc
     assert f"predictive : {{'sampled', 'glm', 'auto'}}, default={params['predictive']!r}" in doc
 
 

@@ -148,14 +148,25 @@ def best_noise_variance(
         def evidence(g: Tensor) -> Tensor:
             return blr_log_evidence(X, y, alpha, g / weights) + 0.5 * (y.shape[-1] - W) * math.log(float(g))
 
-    vy = vy if vy > 0 else 1.0
+    def scored(g: Tensor) -> Tensor:
+        # a variance so small that the factorisation fails in float64 (collinear or repeated
+        # rows) is not the best one: its evidence counts as -inf
+        try:
+            return evidence(g)
+        except torch.linalg.LinAlgError:
+            return torch.tensor(-math.inf, dtype=X.dtype, device=X.device)
+
+    if not vy > 1e-12 * float((y * y).mean()):  # constant targets (up to rounding): their own scale
+        vy = float((y * y).mean()) or 1.0
     if grid is None:
         grid = torch.logspace(-4, 2, 25, dtype=X.dtype, device=X.device) * vy
-    ev = torch.stack([evidence(g) for g in grid])
+    ev = torch.stack([scored(g) for g in grid])
+    if not bool(torch.isfinite(ev).any()):
+        evidence(grid[-1])  # raises the factorisation's own error
     i = int(torch.argmax(ev))
     lo, hi = grid[max(i - 1, 0)], grid[min(i + 1, len(grid) - 1)]
     fine = torch.logspace(math.log10(float(lo)), math.log10(float(hi)), 11, dtype=X.dtype, device=X.device)
-    ev = torch.stack([evidence(g) for g in fine])
+    ev = torch.stack([scored(g) for g in fine])
     return float(fine[int(torch.argmax(ev))])
 
 
