@@ -1177,26 +1177,14 @@ class BayesianNetwork(BaseEstimator):
         differences (the one-standard-error rule), every score in ``kl_weight_scores_``. A
         candidate whose fit diverged scores ``-inf``."""
         from sklearn.base import clone
-        from sklearn.model_selection import train_test_split
 
         X, y = self._validate_X_y(X, y, reset=True)
         sw = None
         if sample_weight is not None:
             X, y, sw = self._check_sample_weight(sample_weight, X, y)
-        arrays = [X, y] if sw is None else [X, y, sw]
-        n = X.shape[0]
-        n_val = math.ceil(float(self.validation_fraction) * n)
-        if n_val < 1 or n - n_val < 1:
-            raise ValueError(
-                f"kl_weight={self.kl_weight!r} chooses on validation_fraction={self.validation_fraction} "
-                f"of the rows, which leaves an empty training or validation set for {n} samples."
-            )
+        arrays = (X, y) if sw is None else (X, y, sw)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
-        split = functools.partial(train_test_split, *arrays, test_size=n_val, random_state=seed)
-        try:
-            parts = split(stratify=y if is_classifier_face(self) else None)
-        except ValueError:  # a class too rare to stratify
-            parts = split()
+        parts = self._hold_out(arrays, seed, f"kl_weight={self.kl_weight!r} chooses on")
         fit_part, held = parts[0::2], parts[1::2]
         wv = held[2] if sw is not None else None
         values, densities = [], []
@@ -1224,25 +1212,30 @@ class BayesianNetwork(BaseEstimator):
     ) -> tuple[np.ndarray, ...]:
         """Hold out ``validation_fraction`` of the rows: ``(X, y, Xv, yv)``, or with
         sample weights ``(X, y, w, Xv, yv, wv)`` (the weights split with their rows)."""
+        seed = int(np.random.RandomState(self._predict_seed).randint(np.iinfo(np.int32).max))
+        arrays = (X, y) if sample_weight is None else (X, y, sample_weight)
+        parts = self._hold_out(arrays, seed, "early_stopping with")
+        return tuple(parts[0::2]) + tuple(parts[1::2])
+
+    def _hold_out(self, arrays: tuple[np.ndarray, ...], seed: int, purpose: str) -> list[np.ndarray]:
+        """``train_test_split`` of ``arrays`` (``X, y[, sample_weight]``) holding out
+        ``ceil(validation_fraction * n)`` rows, stratified by ``y`` for a classifier unless a
+        class is too rare to stratify; ``purpose`` opens the error raised when either side
+        would be empty."""
         from sklearn.model_selection import train_test_split
 
-        stratify = y if is_classifier_face(self) else None
-        seed = int(np.random.RandomState(self._predict_seed).randint(np.iinfo(np.int32).max))
-        n = X.shape[0]
+        n = arrays[0].shape[0]
         n_val = math.ceil(float(self.validation_fraction) * n)
         if n_val < 1 or n - n_val < 1:
             raise ValueError(
-                f"early_stopping with validation_fraction={self.validation_fraction} leaves an empty "
-                f"training or validation set for {n} samples."
+                f"{purpose} validation_fraction={self.validation_fraction} leaves an empty training or "
+                f"validation set for {n} samples."
             )
-        arrays = (X, y) if sample_weight is None else (X, y, sample_weight)
+        split = functools.partial(train_test_split, *arrays, test_size=n_val, random_state=seed)
         try:
-            parts = train_test_split(
-                *arrays, test_size=float(self.validation_fraction), random_state=seed, stratify=stratify
-            )
-        except ValueError:
-            parts = train_test_split(*arrays, test_size=float(self.validation_fraction), random_state=seed)
-        return tuple(parts[0::2]) + tuple(parts[1::2])
+            return list(split(stratify=arrays[1] if is_classifier_face(self) else None))
+        except ValueError:  # a class too rare to stratify
+            return list(split())
 
     def _finalize(self) -> None:
         """Fitted attributes derived from the trained state (hook of the faces)."""
