@@ -112,8 +112,9 @@ PARAMS: dict[str, Entry] = {
         it fits all the rows at the chosen value (``kl_weight_``; the scores in
         ``kl_weight_scores_``). That costs about ``1 + 0.9 k`` fits for ``k`` candidates.
         ``partial_fit`` and a warm-started ``fit`` train at the last choice (before any,
-        at the first candidate). See :ref:`Choosing the temperature per data set
-        <kl-weight-choice-section>` in the documentation.""",
+        at the first candidate). It pays on classification data whose classes overlap;
+        on regression data the default is better kept. See :ref:`Choosing the
+        temperature per data set <kl-weight-choice-section>` in the documentation.""",
     ),
     "max_iter": E(
         "'auto' or int",

@@ -282,16 +282,7 @@ def _heldout_log_densities(est: BayesianNetwork, X: np.ndarray, y: np.ndarray) -
         classes = list(est.classes_)
         index = np.array([classes.index(v) if v in classes else -1 for v in np.asarray(y).tolist()])
         return np.where(index >= 0, np.log(proba[np.arange(len(index)), np.maximum(index, 0)]), math.log(1e-300))
-    y2 = np.asarray(y, dtype=np.float64).reshape(len(y), -1)
-    noise = np.broadcast_to(np.asarray(est.noise_std_, dtype=np.float64).reshape(-1), (y2.shape[1],))
-    if est._uses_glm():
-        mean, std = (np.asarray(a).reshape(y2.shape) for a in est.predict(X, return_std=True))
-        z = (y2 - mean) / std
-        return (-0.5 * z * z - np.log(std) - 0.5 * math.log(2 * math.pi)).sum(1)
-    f = est.sample_outputs(X)  # (S, rows, targets)
-    z = (y2[None] - f) / noise
-    logp = (-0.5 * z * z - np.log(noise) - 0.5 * math.log(2 * math.pi)).sum(-1)
-    return logsumexp(logp, axis=0) - math.log(f.shape[0])
+    return cast("BayesianNetworkRegressor", est)._log_densities(X, y)
 
 
 def _paired_gain(lp: np.ndarray, lp_first: np.ndarray, w: np.ndarray | None) -> tuple[float, float]:
@@ -1882,6 +1873,10 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
         log_likelihood : float
             Mean over the rows of the log predictive density (higher is better).
         """
+        return float(np.mean(self._log_densities(X, y, n_samples)))
+
+    def _log_densities(self, X: ArrayLike, y: ArrayLike, n_samples: int | None = None) -> np.ndarray:
+        """Each row's log predictive density, as :meth:`log_likelihood` defines it (its mean)."""
         if self._uses_glm():
             mean_t, var_t = self._moments(X)
             mean = self._y_mean + self._y_std * mean_t.cpu().numpy()
@@ -1892,10 +1887,10 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
                     raise ValueError(
                         f"y must have shape {mean.shape} (rows of X, targets at fit time), got {y_2d.shape}."
                     )
-                return float(np.mean((-0.5 * (y_2d - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)).sum(-1)))
+                return (-0.5 * (y_2d - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)).sum(-1)
             y = column_or_1d(check_array(y, ensure_2d=False, dtype=np.float64), warn=True)
             check_consistent_length(mean, y)
-            return float(np.mean(-0.5 * (y - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)))
+            return -0.5 * (y - mean) ** 2 / var - 0.5 * np.log(2 * np.pi * var)
         if self._is_multi():
             f = self.sample_outputs(X, n_samples=n_samples)  # (S, n, k) in the units of y
             y_arr: np.ndarray = check_array(y, ensure_2d=True, dtype=np.float64)
@@ -1906,7 +1901,7 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
                 )
             std = np.asarray(self.noise_std_, dtype=np.float64)
             logp = (-0.5 * ((y_arr[None] - f) / std) ** 2 - np.log(std) - 0.5 * math.log(2 * math.pi)).sum(-1)
-            return float(np.mean(logsumexp(logp, axis=0) - math.log(f.shape[0])))
+            return logsumexp(logp, axis=0) - math.log(f.shape[0])
         if n_samples is not None:
             validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
         check_is_fitted(self, "posterior_")
@@ -1925,7 +1920,7 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
             return (mixture_log_density(y[r0 : r0 + f.shape[1]], f, noise_std),)
 
         (log_density,) = self._predict_rows(X, chunk_log_density, n_samples=n_samples)
-        return float(np.mean(log_density))
+        return log_density
 
     @_scoped_threads
     def sample_y(self, X: ArrayLike, n_samples: int = 1, random_state: RandomStateLike = 0) -> np.ndarray:
