@@ -39,6 +39,8 @@ Options: --datasets digits,breast_cancer,diabetes  --methods slang,kfac,lr,mlp  
          --train-rows 800 (fit on a stratified subset of each split's training rows, scored on the same test rows)
          --select "kl_weight=['auto', 1.0]" (classifiers that have it: the value of lower 3-fold
          cross-validated log-loss on each split's training rows, refitted on them; fit s includes the search)
+         With --select, or a kl_weight given as candidates (--set "kfac.kl_weight=['auto', 1.0]"), each
+         data set's table ends with the value chosen on each split.
 """
 
 import argparse
@@ -148,10 +150,13 @@ def run_one(job):
         warnings.simplefilter("always")
         pipe.fit(Xtr, ytr)
     seconds = time.perf_counter() - t0
+    out = dict(dataset=dataset, method=method, split=k, seconds=seconds)
     if hasattr(pipe, "best_estimator_"):  # --select: the refitted pipeline of the chosen value
+        out["chosen"] = f"{next(iter(pipe.best_params_.values()))}"
         pipe = pipe.best_estimator_
     est = pipe[-1]
-    out = dict(dataset=dataset, method=method, split=k, seconds=seconds)
+    if hasattr(est, "kl_weight_scores_"):  # kl_weight given as candidates: the value fit chose
+        out["chosen"] = f"{est.kl_weight_:g}"
     # epochs (iterations for HistGradientBoosting, solver iterations for the linear models)
     out["epochs"] = float(np.max(getattr(est, "n_iter_", math.nan)))
     convergence = [
@@ -234,6 +239,17 @@ def table(datasets, methods, results):
                 ref = means[methods.index("mlp")]
                 ratios = [f"{x / ref:.1f}x" if np.isfinite(x) else "-" for x in means]
                 lines.append(f"| {d} | fit / MLP's | " + " | ".join(ratios) + " |")
+        # the value chosen on each split (--select, or a kl_weight given as candidates)
+        chosen = [
+            [
+                r["chosen"]
+                for r in sorted(results, key=lambda r: r["split"])
+                if r["dataset"] == d and r["method"] == m and "chosen" in r
+            ]
+            for m in methods
+        ]
+        if any(chosen):
+            lines.append(f"| {d} | chosen (per split) | " + " | ".join(", ".join(c) or "-" for c in chosen) + " |")
     return "\n".join(lines)
 
 
