@@ -5,6 +5,7 @@ import math
 import numpy as np
 import pytest
 from scipy import integrate, stats
+from sklearn.exceptions import ConvergenceWarning
 
 from skbayes import SLANGClassifier, SLANGRegressor
 from skbayes._likelihoods import GaussianNoise
@@ -65,6 +66,24 @@ def test_early_stopping_keeps_best_validation_state():
     _, _, Xv, yv = clf._validation_split(X, np.searchsorted(clf.classes_, y))
     assert clf._validation_score(clf._tensor(Xv), yv) == pytest.approx(clf.best_validation_score_, rel=1e-12)
     assert clf.score(X, y) > 0.8
+
+
+def test_early_stopping_split_is_stratified_and_too_few_rows_is_a_clear_error():
+    """The held-out rows are ``ceil(validation_fraction * n)``, stratified for a classifier (every
+    class keeps its share); a fraction that leaves either side empty is named."""
+    rng = np.random.RandomState(0)
+    X = rng.randn(40, 3)
+    y = np.repeat([0, 1, 2, 3], 10)
+    clf = SLANGClassifier(hidden_layer_sizes=(4,), early_stopping=True, validation_fraction=0.2, max_iter=2)
+    with pytest.warns(ConvergenceWarning):
+        clf.fit(X, y)  # the split's seed is drawn at fit time
+    Xf, yf, Xv, yv = clf._validation_split(X, y)
+    assert len(yv) == 8 and len(yf) == 32
+    np.testing.assert_array_equal(np.bincount(yv), [2, 2, 2, 2])
+    rows = {tuple(r) for r in np.concatenate([Xf, Xv])}
+    assert rows == {tuple(r) for r in X}  # a partition of the rows
+    with pytest.raises(ValueError, match="early_stopping with validation_fraction=0.99 leaves an empty training"):
+        SLANGClassifier(early_stopping=True, validation_fraction=0.99).fit(X[::8], y[::8])
 
 
 def test_lr_decay_changes_the_trajectory_but_not_the_start():
