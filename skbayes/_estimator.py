@@ -279,9 +279,10 @@ def _heldout_log_densities(est: BayesianNetwork, X: np.ndarray, y: np.ndarray) -
     together)."""
     if is_classifier_face(est):
         proba = np.clip(est.predict_proba(X), 1e-300, None)
-        classes = list(est.classes_)
-        index = np.array([classes.index(v) if v in classes else -1 for v in np.asarray(y).tolist()])
-        return np.where(index >= 0, np.log(proba[np.arange(len(index)), np.maximum(index, 0)]), math.log(1e-300))
+        classes, y = est.classes_, np.asarray(y)
+        index = np.minimum(np.searchsorted(classes, y), len(classes) - 1)  # classes_ is sorted
+        seen = classes[index] == y
+        return np.where(seen, np.log(proba[np.arange(len(y)), index]), math.log(1e-300))
     return cast("BayesianNetworkRegressor", est)._log_densities(X, y)
 
 

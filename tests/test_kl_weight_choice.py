@@ -20,6 +20,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 from skbayes import MCDropoutClassifier, NoisyKFACClassifier, SLANGRegressor, VOGNClassifier
+from skbayes._estimator import _heldout_log_densities
 from skbayes._start.batched_blr import best_noise_variance
 
 pytestmark = pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
@@ -155,3 +156,15 @@ def test_candidate_fits_do_not_leak_warnings(cancer):
     with pytest.warns(ConvergenceWarning) as record:
         NoisyKFACClassifier(hidden_layer_sizes=(8,), max_iter=2, kl_weight=[0.3, 1.0], random_state=0).fit(X, y)
     assert sum(issubclass(r.category, ConvergenceWarning) for r in record) == 1  # the final fit's
+
+
+def test_held_out_densities_of_labels_seen_and_unseen(cancer):
+    """A classifier's held-out density is its probability of the row's label; a label the
+    candidate never saw in training (a rare class missing from its rows) gets 1e-300."""
+    X, y = cancer
+    labels = np.array(["benign", "malignant", "rare"])[y]
+    est = NoisyKFACClassifier(hidden_layer_sizes=(4,), max_iter=3, random_state=0).fit(X, labels)
+    held = np.array(["malignant", "rare", "benign"])
+    lp = _heldout_log_densities(est, X[:3], held)
+    proba = est.predict_proba(X[:3])
+    np.testing.assert_allclose(lp, [np.log(proba[0, 1]), np.log(1e-300), np.log(proba[2, 0])], rtol=1e-12)
