@@ -66,7 +66,8 @@ PARAMS: dict[str, Entry] = {
         initialised from ``random_state`` (PyTorch's default scheme); a module instance
         keeps its weights.
         It receives float tensors of shape ``(batch, n_features_in)``; a conv net
-        reshapes them itself (e.g. with ``torch.nn.Unflatten``). A
+        reshapes them itself (e.g. with ``torch.nn.Unflatten``). Batch normalisation
+        layers are rejected (they make a row's output depend on the other rows). A
         ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
         runs all weight samples of a step in one batched pass; any other module
         runs one ``functional_call`` per weight sample.""",
@@ -105,14 +106,15 @@ PARAMS: dict[str, Entry] = {
         'auto' is the value the defaults protocol chose for this estimator: {auto_kl_weight}
         A list of two or more candidates (numbers or 'auto'), e.g. ``['auto', 1.0]``,
         chooses the value per data set: ``fit`` holds out ``validation_fraction`` of the
-        rows (stratified for a classifier; the split drawn from ``random_state``), fits a
+        rows (stratified for a classifier, every class keeping a training row; the split
+        drawn from ``random_state``), fits a
         copy of the estimator at each candidate on the rest, and keeps the first
         candidate unless another predicts the held-out rows better (mean log predictive
         density) by more than one standard error of the rows' paired differences; then
         it fits all the rows at the chosen value (``kl_weight_``; the scores in
         ``kl_weight_scores_``). That costs about ``1 + 0.9 k`` fits for ``k`` candidates.
         ``partial_fit`` and a warm-started ``fit`` train at the last choice (before any,
-        at the first candidate). It pays on classification data whose classes overlap;
+        or after a fit at one value, at the first candidate). It pays on classification data whose classes overlap;
         on regression data the default is better kept. See :ref:`Choosing the
         temperature per data set <kl-weight-choice-section>` in the documentation.""",
     ),
@@ -218,7 +220,9 @@ PARAMS: dict[str, Entry] = {
     "validation_fraction": E(
         "float",
         """
-        Fraction of the training data held out for early stopping.""",
+        Fraction of the training data held out for early stopping, and for choosing
+        among candidate ``kl_weight`` values where the estimator has them (a
+        classifier's split is stratified, and every class keeps a training row).""",
     ),
     "n_iter_no_change": E(
         "int",

@@ -262,6 +262,13 @@ def _is_candidates(value: object) -> TypeGuard[list[Any] | tuple[Any, ...]]:
     return isinstance(value, (list, tuple))
 
 
+def _mentions_auto(value: object) -> bool:
+    """Whether a parameter value is ``'auto'`` or lists it among candidates."""
+    if _is_candidates(value):
+        return any(isinstance(v, str) and v == "auto" for v in value)
+    return isinstance(value, str) and value == "auto"
+
+
 def _is_candidate_list(value: object, single: tuple[Any, ...]) -> bool:
     """Two or more distinct candidates, each satisfying one of the ``single`` constraints."""
     if not _is_candidates(value) or len(value) < 2:
@@ -424,14 +431,27 @@ class BayesianNetwork(BaseEstimator):
             n_weights = int(self.posterior_.n_params) if hasattr(self, "posterior_") else 0
         params = self.get_params(deep=False)
         params.update({k: getattr(self, k) for k in self._fixed_params})
-        if _is_candidates(params.get("kl_weight")):  # the chosen candidate (before a fit, the first)
-            params["kl_weight"] = self.__dict__.get("kl_weight_", params["kl_weight"][0])
+        if _is_candidates(params.get("kl_weight")):  # the last choice among them, else the first
+            params["kl_weight"] = self._last_choice(params["kl_weight"], n_weights)
         for name in self._sized_params():
             if params.get(name) == "auto":
                 params[name] = self._resolve_auto(name, n_weights)
         if self._prior_by_method is not None and params.get("prior_precision") is None:
             params["prior_precision"] = self._prior_by_method[params["method"]]
         return self._family(params)
+
+    def _last_choice(self, candidates: list[Any] | tuple[Any, ...], n_weights: int) -> Any:
+        """The ``kl_weight`` a continuing fit of ``candidates`` trains at: the last fit's choice
+        (``kl_weight_``, when a fresh fit chose it and it is one of these candidates), else
+        the first candidate."""
+        chosen = self.__dict__.get("kl_weight_")
+        if chosen is None or "kl_weight_scores_" not in self.__dict__:
+            return candidates[0]
+        for c in candidates:
+            value = self._resolve_auto("kl_weight", n_weights) if _mentions_auto(c) else c
+            if float(value) == chosen:
+                return c
+        return candidates[0]
 
     def _sized_params(self) -> list[str]:
         """The training parameters whose ``'auto'`` depends on the network's size (``predictive``
@@ -765,6 +785,7 @@ class BayesianNetwork(BaseEstimator):
         saved = self._fitted_state(deep=not reset)
         work = self._training_work(*_shape_hint(X), fresh=reset)
         try:
+            self._drop_stale_attributes(reset, incremental)
             if choose and reset:
                 self._choose_kl_weight(X, y, sample_weight)
             with self._threads(work) as threads:
@@ -782,6 +803,18 @@ class BayesianNetwork(BaseEstimator):
             )
             raise KeyboardInterrupt
         return self
+
+    def _drop_stale_attributes(self, reset: bool, incremental: bool) -> None:
+        """Forget the fitted attributes a fit sets only sometimes, when this one will not set
+        them: the validation scores when ``fit`` runs without early stopping (``partial_fit``,
+        which never stops early, keeps them), and the candidates' scores when ``kl_weight``
+        lists none or a fresh fit is to choose again (a continuing fit keeps the scores of the
+        choice it trains at)."""
+        if not incremental and not self.early_stopping:
+            self.__dict__.pop("validation_scores_", None)
+            self.__dict__.pop("best_validation_score_", None)
+        if reset or not _is_candidates(getattr(self, "kl_weight", None)):
+            self.__dict__.pop("kl_weight_scores_", None)
 
     def _fit_unguarded(
         self,
@@ -810,7 +843,7 @@ class BayesianNetwork(BaseEstimator):
         if incremental:
             self._stream_order_add(y[X.shape[0] - n_call :], y_enc[X.shape[0] - n_call :])
         # sized only when needed (a module factory is built for it)
-        auto = any(getattr(self, name, None) == "auto" for name in self._sized_params())
+        auto = any(_mentions_auto(getattr(self, name, None)) for name in self._sized_params())
         family = self._make_family(self._n_weights(X, reset) if auto else None)
         if "kl_weight" in family.parameter_constraints:
             self.kl_weight_ = float(family.kl_weight)
@@ -1010,6 +1043,9 @@ class BayesianNetwork(BaseEstimator):
         """
         buf = None if reset else self.__dict__.get("_stream_rows")
         if buf is not None:
+            # the checks of a continuing call (classes, labels, the targets' shape) before the
+            # kept rows are joined: the re-initialisation below would not make them
+            self._prepare_targets(y, first=False, classes=classes)
             Xb, yb, wb = buf
             if sw is not None or wb is not None:
                 wb = np.ones(Xb.shape[0]) if wb is None else wb
@@ -1174,6 +1210,8 @@ class BayesianNetwork(BaseEstimator):
         sw = None
         if sample_weight is not None:
             X, y, sw = self._check_sample_weight(sample_weight, X, y)
+        if is_classifier_face(self):  # the error a fit on these rows would give, not a candidate's
+            cast("BayesianNetworkClassifier", self)._check_labels(unique_labels(y), sw)
         arrays = (X, y) if sw is None else (X, y, sw)
         seed = int(check_random_state(self.random_state).randint(np.iinfo(np.int32).max))
         parts = self._hold_out(arrays, seed, f"kl_weight={self.kl_weight!r} chooses on")
@@ -1211,9 +1249,11 @@ class BayesianNetwork(BaseEstimator):
 
     def _hold_out(self, arrays: tuple[np.ndarray, ...], seed: int, purpose: str) -> list[np.ndarray]:
         """``train_test_split`` of ``arrays`` (``X, y[, sample_weight]``) holding out
-        ``ceil(validation_fraction * n)`` rows, stratified by ``y`` for a classifier unless a
-        class is too rare to stratify; ``purpose`` opens the error raised when either side
-        would be empty."""
+        ``ceil(validation_fraction * n)`` rows; ``purpose`` opens the error raised when either
+        side would be empty. A classifier's split is stratified by ``y``, and keeps at least one
+        row of every class on the training side: where stratifying cannot (a class of one row,
+        or fewer training rows than classes), the held-out rows are drawn at random from the
+        rows that leave each class one, and the error names the classes that cannot spare one."""
         from sklearn.model_selection import train_test_split
 
         n = arrays[0].shape[0]
@@ -1223,11 +1263,29 @@ class BayesianNetwork(BaseEstimator):
                 f"{purpose} validation_fraction={self.validation_fraction} leaves an empty training or "
                 f"validation set for {n} samples."
             )
-        split = functools.partial(train_test_split, *arrays, test_size=n_val, random_state=seed)
+        if not is_classifier_face(self):
+            return list(train_test_split(*arrays, test_size=n_val, random_state=seed))
+        y = np.asarray(arrays[1])
+        labels, codes = np.unique(y, return_inverse=True)
         try:
-            return list(split(stratify=arrays[1] if is_classifier_face(self) else None))
+            parts = list(train_test_split(*arrays, test_size=n_val, random_state=seed, stratify=y))
+            if np.unique(parts[2]).size == labels.size:
+                return parts
         except ValueError:  # a class too rare to stratify
-            return list(split())
+            pass
+        order = np.random.RandomState(seed).permutation(n)
+        first = np.zeros(n, dtype=bool)  # each class's first row in the random order stays in training
+        first[order[np.unique(codes[order], return_index=True)[1]]] = True
+        spare = order[~first[order]]
+        if spare.size < n_val:
+            raise ValueError(
+                f"{purpose} validation_fraction={self.validation_fraction}: holding out {n_val} of {n} rows "
+                f"would leave some of the {labels.size} classes without a training row; use a smaller "
+                "validation_fraction or more rows."
+            )
+        held = spare[:n_val]
+        train = order[~np.isin(order, held)]
+        return [part for a in arrays for part in (a[train], a[held])]
 
     def _finalize(self) -> None:
         """Fitted attributes derived from the trained state (hook of the faces)."""
@@ -1945,6 +2003,7 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
             Draws, one column per sample (the second shape after a fit on a 2-D ``y``,
             as ``GaussianProcessRegressor.sample_y``).
         """
+        validate_params(type(self).__name__, {"n_samples": n_samples}, {"n_samples": _POSITIVE_INT})
         rng = check_random_state(random_state)
         seed = int(rng.randint(np.iinfo(np.int32).max))
         if self._is_multi():  # (S, n, k): one noise precision per weight sample and target
@@ -2005,11 +2064,7 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
     ) -> None:
         if first:
             labels = unique_labels(y) if classes is None else unique_labels(np.asarray(classes))
-            if len(labels) < 2:
-                where = "the data" if sample_weight is None else "the rows with a positive sample_weight"
-                raise ValueError(
-                    f"{type(self).__name__} needs samples of at least 2 classes in {where}; got 1 class: {labels[0]!r}."
-                )
+            self._check_labels(labels, sample_weight)
             self.classes_ = labels
             if classes is None:
                 self._warn_regression_like_labels(labels, len(y))
@@ -2019,6 +2074,13 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         unseen = np.setdiff1d(np.unique(y), self.classes_)
         if unseen.size:
             raise ValueError(f"y contains labels not in classes_: {unseen!r}.")
+
+    def _check_labels(self, labels: np.ndarray, sample_weight: np.ndarray | None) -> None:
+        if len(labels) < 2:
+            where = "the data" if sample_weight is None else "the rows with a positive sample_weight"
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes in {where}; got 1 class: {labels[0]!r}."
+            )
 
     def _warn_regression_like_labels(self, labels: np.ndarray, n_rows: int) -> None:
         """Warn when ``y`` looks like a numeric regression target: integer labels, more than

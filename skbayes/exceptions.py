@@ -29,7 +29,10 @@ class InvalidParameterError(ValueError, TypeError):
 
 
 class UnsupportedLayerError(ValueError):
-    """A parameterised layer that the Kronecker-factored families cannot represent."""
+    """A layer of a custom ``module`` that an estimator cannot represent.
+
+    A parameterised layer the Kronecker-factored families have no factors for, or, in any
+    estimator, a layer that mixes the rows of a batch (batch normalisation)."""
 
 
 class NonFiniteOutputError(ValueError, FloatingPointError):

@@ -19,7 +19,7 @@ from sklearn.metrics import log_loss
 from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
-from skbayes import MCDropoutClassifier, NoisyKFACClassifier, SLANGRegressor, VOGNClassifier
+from skbayes import MCDropoutClassifier, NoisyEKFACClassifier, NoisyKFACClassifier, SLANGRegressor, VOGNClassifier
 from skbayes._estimator import _heldout_log_densities
 from skbayes._start.batched_blr import best_noise_variance
 
@@ -160,7 +160,8 @@ def test_candidate_fits_do_not_leak_warnings(cancer):
 
 def test_held_out_densities_of_labels_seen_and_unseen(cancer):
     """A classifier's held-out density is its probability of the row's label; a label the
-    candidate never saw in training (a rare class missing from its rows) gets 1e-300."""
+    candidate never saw in training gets 1e-300 (the split keeps a row of every class on the
+    training side, so this guards the scoring alone)."""
     X, y = cancer
     labels = np.array(["benign", "malignant", "rare"])[y]
     est = NoisyKFACClassifier(hidden_layer_sizes=(4,), max_iter=3, random_state=0).fit(X, labels)
@@ -168,3 +169,71 @@ def test_held_out_densities_of_labels_seen_and_unseen(cancer):
     lp = _heldout_log_densities(est, X[:3], held)
     proba = est.predict_proba(X[:3])
     np.testing.assert_allclose(lp, [np.log(proba[0, 1]), np.log(1e-300), np.log(proba[2, 0])], rtol=1e-12)
+
+
+def test_a_class_too_rare_to_stratify_keeps_a_training_row():
+    """One class of a single row: the held-out rows are drawn from the rows that leave every
+    class one, so no candidate is fitted on one class (a plain fit works, so must the choice)."""
+    X = np.random.RandomState(0).normal(size=(20, 3))
+    y = np.array([0] * 19 + [1])
+    est = VOGNClassifier(hidden_layer_sizes=(4,), max_iter=3, kl_weight=[0.3, 1.0])
+    for seed in range(12):
+        est.set_params(random_state=seed)
+        parts = est._hold_out((X, y), seed, "test")
+        Xf, Xv, yf, yv = parts
+        assert len(yv) == 2 and len(yf) == 18 and set(yf) == {0, 1}
+        rows = np.concatenate([Xf, Xv])  # a partition of the rows
+        assert np.array_equal(np.sort(rows[:, 0]), np.sort(X[:, 0]))
+        est.fit(X, y)
+        assert est.kl_weight_ in (0.3, 1.0)
+
+
+@pytest.mark.parametrize("n, fraction", [(2, 0.1), (20, 0.95)])
+def test_a_hold_out_that_would_empty_a_class_is_named(n, fraction):
+    X = np.random.RandomState(0).normal(size=(n, 2))
+    y = np.arange(n) % 2
+    est = VOGNClassifier(hidden_layer_sizes=(4,), max_iter=3, kl_weight=[0.3, 1.0], validation_fraction=fraction)
+    with pytest.raises(ValueError, match=f"validation_fraction={fraction}: holding out .* without a training row"):
+        est.fit(X, y)
+
+
+def test_one_class_of_positive_weight_is_named_as_by_a_plain_fit():
+    X = np.random.RandomState(0).normal(size=(20, 2))
+    y = np.arange(20) % 2
+    with pytest.raises(ValueError, match="2 classes in the rows with a positive sample_weight"):
+        VOGNClassifier(max_iter=3, kl_weight=[0.3, 1.0]).fit(X, y, sample_weight=(y == 1).astype(float))
+
+
+def test_continuing_fits_train_at_a_choice_only_when_one_was_made(cancer):
+    """A warm start or ``partial_fit`` after a single-value fit trains at the first candidate
+    (the earlier value is no choice among them); a fresh single-value fit forgets the scores."""
+    X, y = cancer
+    kw = dict(hidden_layer_sizes=(8,), max_iter=3, random_state=0)
+    est = NoisyKFACClassifier(kl_weight=0.5, warm_start=True, **kw).fit(X, y)
+    est.set_params(kl_weight=[2.0, 1.0]).fit(X, y)
+    assert est.kl_weight_ == 2.0 and not hasattr(est, "kl_weight_scores_")
+    stream = NoisyKFACClassifier(kl_weight=0.5, **kw).fit(X, y)
+    stream.set_params(kl_weight=[2.0, 1.0]).partial_fit(X[:50], y[:50])
+    assert stream.kl_weight_ == 2.0
+    chosen = NoisyKFACClassifier(kl_weight=[2.0, 0.5], **kw).fit(X, y)
+    assert hasattr(chosen, "kl_weight_scores_")
+    chosen.set_params(kl_weight=0.5).fit(X, y)
+    assert not hasattr(chosen, "kl_weight_scores_") and chosen.kl_weight_ == 0.5
+    chosen.set_params(kl_weight=[0.5, 2.0], warm_start=True).fit(X, y)  # the scores went with the choice
+    assert chosen.kl_weight_ == 0.5 and not hasattr(chosen, "kl_weight_scores_")
+
+
+def test_a_list_with_auto_resolves_it_for_the_network_trained(monkeypatch):
+    """'auto' among the candidates stands for the value of the network the fit trains (here
+    a large one: 0.01 for noisy EK-FAC's classifier, whose only size-dependent parameter it
+    is), in the candidates' fits and in the final one (the rule is made to keep the first)."""
+    monkeypatch.setattr("skbayes._estimator._paired_gain", lambda *args: (0.0, 1.0))
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(60, 210))
+    y = (X[:, 0] > 0).astype(int)
+    kw = dict(hidden_layer_sizes=(100,), max_iter=1, random_state=0)
+    auto = NoisyEKFACClassifier(**kw).fit(X, y)
+    assert auto.posterior_.n_params >= 20_000 and auto.kl_weight_ == 0.01
+    listed = NoisyEKFACClassifier(kl_weight=["auto", 5.0], **kw).fit(X, y)
+    assert listed.kl_weight_ == 0.01
+    np.testing.assert_array_equal(listed.predict_proba(X), auto.predict_proba(X))

@@ -68,6 +68,15 @@ def test_early_stopping_keeps_best_validation_state():
     assert clf.score(X, y) > 0.8
 
 
+def test_a_fit_without_early_stopping_forgets_the_validation_scores():
+    X = np.random.RandomState(1).randn(60, 3)
+    y = (X[:, 0] > 0).astype(int)
+    clf = SLANGClassifier(early_stopping=True, max_iter=3, random_state=0).fit(X, y)
+    assert len(clf.validation_scores_) == clf.n_iter_
+    clf.set_params(early_stopping=False).fit(X, y)
+    assert not hasattr(clf, "validation_scores_") and not hasattr(clf, "best_validation_score_")
+
+
 def test_early_stopping_split_is_stratified_and_too_few_rows_is_a_clear_error():
     """The held-out rows are ``ceil(validation_fraction * n)``, stratified for a classifier (every
     class keeps its share); a fraction that leaves either side empty is named."""
@@ -97,3 +106,12 @@ def test_lr_decay_changes_the_trajectory_but_not_the_start():
     a = SLANGRegressor(hidden_layer_sizes=(), max_iter=3, batch_size=100, random_state=0).fit(X, y)
     b = SLANGRegressor(hidden_layer_sizes=(), max_iter=3, batch_size=100, lr_decay=0.51, random_state=0).fit(X, y)
     assert not np.allclose(a.posterior_.mean, b.posterior_.mean)
+
+
+@pytest.mark.parametrize("n_samples", [0, -1, 2.5, True, None])
+def test_sample_y_checks_its_number_of_draws(n_samples):
+    X = np.random.RandomState(0).randn(20, 3)
+    reg = SLANGRegressor(max_iter=2, random_state=0).fit(X, X[:, 0])
+    with pytest.raises(ValueError, match="n_samples must be an int >= 1"):
+        reg.sample_y(X[:2], n_samples=n_samples)
+    assert reg.sample_y(X[:2], n_samples=3).shape == (2, 3)

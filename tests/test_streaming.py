@@ -210,3 +210,26 @@ def test_epochs_by_partial_fit_with_n_samples_total_match_fit():
         est.partial_fit(X, y, n_samples_total=len(y))
     np.testing.assert_array_equal(est.posterior_.mean, ref.posterior_.mean)
     np.testing.assert_array_equal(est.predict(X), ref.predict(X))
+
+
+@pytest.mark.parametrize("face", ["classifier", "regressor"])
+def test_a_changed_stream_is_named_while_its_first_rows_are_kept(face):
+    """Until ``iblm_batch_size`` rows have been seen each call re-initialises from the rows kept
+    so far; a call whose classes or target shape differ from the first call's gets the error a
+    later call gets, and leaves the model as it was."""
+    X = np.random.RandomState(0).normal(size=(20, 3))
+    if face == "classifier":
+        est = skbayes.SLANGClassifier(max_iter=2, random_state=0).partial_fit(X, X[:, 0] > 0, classes=[False, True])
+        bad = [
+            ((X, X[:, 0] > 0), dict(classes=[0, 1, 2]), "differs from the classes of the first call"),
+            ((X, np.full(20, 2)), {}, "labels not in classes_"),
+        ]
+    else:
+        est = skbayes.SLANGRegressor(max_iter=2, random_state=0).partial_fit(X, X[:, 0])
+        bad = [((X, X[:, :2]), {}, "fitted on a 1-D y")]
+    assert est.__dict__.get("_stream_rows") is not None  # the first rows are kept
+    before = est.predict(X)
+    for args, kwargs, message in bad:
+        with pytest.raises(ValueError, match=message):
+            est.partial_fit(*args, **kwargs)
+        np.testing.assert_array_equal(est.predict(X), before)

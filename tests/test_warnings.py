@@ -205,3 +205,29 @@ def test_the_unsupported_layer_message_names_the_estimators_that_take_it():
         warnings.simplefilter("ignore", ConvergenceWarning)
         skbayes.SLANGClassifier(module=_layer_norm_net, init="default", max_iter=1, random_state=0).fit(X, y)
     assert torch.get_num_threads() >= 1
+
+
+def _batch_norm_net(n_in, n_out):
+    return nn.Sequential(nn.Linear(n_in, 8), nn.BatchNorm1d(8, affine=False), nn.Tanh(), nn.Linear(8, n_out))
+
+
+@pytest.mark.filterwarnings("ignore:Initializing zero-element tensors")
+@pytest.mark.parametrize(
+    "Est",
+    [
+        skbayes.SLANGClassifier,
+        skbayes.BBBClassifier,
+        skbayes.MCDropoutClassifier,
+        skbayes.VadamRegressor,
+        skbayes.NoisyKFACRegressor,
+    ],
+)
+def test_batch_normalisation_is_refused_by_every_estimator(Est):
+    """Batch normalisation makes a row's output depend on the other rows of its batch (MC
+    dropout's predictions did: 0.09 apart for the same row in two calls), so every estimator
+    refuses it, parameter-free or not; a layer of width 0 is named too."""
+    X, y = _data("breast_cancer")
+    with pytest.raises(UnsupportedLayerError, match=r"Layer '1' \(BatchNorm1d\) normalises over the rows"):
+        Est(module=_batch_norm_net, max_iter=1, random_state=0).fit(X[:40], y[:40])
+    with pytest.raises(ValueError, match="parameter '0.weight' has no entries .* width 0"):
+        Est(module=lambda i, o: nn.Sequential(nn.Linear(i, 0), nn.Linear(0, o)), max_iter=1).fit(X[:40], y[:40])

@@ -116,7 +116,8 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
             ``module(n_features_in, n_outputs)`` returning a ``torch.nn.Module``
             (a class works), or a module instance (deep-copied, never modified).
             It receives float tensors of shape ``(batch, n_features_in)``; a conv net
-            reshapes them itself (e.g. with ``torch.nn.Unflatten``). A
+            reshapes them itself (e.g. with ``torch.nn.Unflatten``). Batch normalisation
+            layers are rejected (they make a row's output depend on the other rows). A
             ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
             gets the fast dense-layer curvature path; any other module gets
             per-example gradients from ``torch.func.vmap(grad)``.""",

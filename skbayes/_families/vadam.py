@@ -65,7 +65,8 @@ class VadamFamily(PosteriorFamily[DiagonalGaussian]):
             ``module(n_features_in, n_outputs)`` returning a ``torch.nn.Module``
             (a class works), or a module instance (deep-copied, never modified).
             It receives float tensors of shape ``(batch, n_features_in)``; a conv net
-            reshapes them itself (e.g. with ``torch.nn.Unflatten``). A
+            reshapes them itself (e.g. with ``torch.nn.Unflatten``). Batch normalisation
+            layers are rejected (they make a row's output depend on the other rows). A
             ``torch.nn.Sequential`` of ``Linear`` layers and element-wise activations
             runs all weight samples of a step in one batched forward and backward
             pass; any other module runs one ordinary forward and backward pass per

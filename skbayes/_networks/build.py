@@ -12,6 +12,8 @@ from typing import Any, TypeVar
 import torch
 from torch import nn
 
+from ..exceptions import UnsupportedLayerError
+
 #: The ``activation`` names of the built MLP and their (parameter-free) modules.
 ACTIVATIONS: dict[str, type[nn.Module]] = {
     "relu": nn.ReLU,
@@ -139,4 +141,17 @@ def make_module(module: nn.Module | Callable[[int, int], nn.Module], n_in: int, 
         raise TypeError(f"module(...) must return a torch.nn.Module, got {type(net).__name__}.")
     if not any(p.requires_grad for p in net.parameters()):
         raise ValueError("module has no trainable parameters.")
+    for name, layer in net.named_modules():
+        if isinstance(layer, nn.modules.batchnorm._BatchNorm):
+            raise UnsupportedLayerError(
+                f"Layer {name!r} ({type(layer).__name__}) normalises over the rows of a batch, so a row's "
+                "output would depend on the other rows of its minibatch or prediction batch, which "
+                "per-example gradients and a row-by-row predictive cannot represent. Normalise each row "
+                "instead (torch.nn.LayerNorm or GroupNorm), or standardise the inputs."
+            )
+    for name, param in net.named_parameters():
+        if not isinstance(param, nn.parameter.UninitializedParameter) and param.numel() == 0:
+            raise ValueError(
+                f"module's parameter {name!r} has no entries (shape {tuple(param.shape)}): a layer of width 0."
+            )
     return net
