@@ -391,3 +391,52 @@ def test_decay_epochs_scales_both_step_sizes(rank):
         results.append((post.mean_t, post.U_t, post.d_t))
     for a, b in zip(*results):
         torch.testing.assert_close(a, b, rtol=1e-12, atol=1e-14)
+
+
+def test_true_fisher_rows_are_gradients_at_sampled_targets_and_unbiased_for_gauss_newton():
+    """``fisher='true'``: ``grad_sum`` is the observed targets' gradient, every curvature
+    quantity that of targets drawn from the model, and over draws ``E[sq_sum]`` is the
+    Gauss-Newton diagonal ``tau sum_i (d f_i / d theta)^2`` (dense Jacobian reference)."""
+    rng = np.random.RandomState(0)
+    X, y = rng.normal(size=(6, 3)), rng.normal(size=6)
+    est = SLANGRegressor(hidden_layer_sizes=(4,), max_iter=1, random_state=0).fit(X, y)
+    fwd, lik = est._forward, est._likelihood
+    theta = est.posterior_.mean_t[None].clone()
+    Xt, yt = est._tensor(X), torch.as_tensor(est._encode_targets(y))
+    observed, _, f = curv_mod.per_example_curvature(fwd, theta, Xt, yt, lik)
+    gen = torch.Generator().manual_seed(1)
+    curv, _, _ = curv_mod.per_example_curvature(fwd, theta, Xt, yt, lik, fisher="true", generator=gen)
+    torch.testing.assert_close(curv.grad_sum(), observed.grad_sum(), rtol=0, atol=0)
+    drawn = lik.sample(f.detach(), torch.Generator().manual_seed(1))[0]  # the same draw
+    sampled, _, _ = curv_mod.per_example_curvature(fwd, theta, Xt, drawn, lik)
+    torch.testing.assert_close(curv.sq_sum(), sampled.sq_sum(), rtol=1e-12, atol=0)
+    torch.testing.assert_close(curv.gram(), sampled.gram(), rtol=1e-12, atol=0)
+    torch.testing.assert_close(curv.dense(), sampled.dense(), rtol=1e-12, atol=0)
+    # unbiased for the Gauss-Newton diagonal
+    J = torch.func.jacrev(lambda t: fwd(t[None], Xt)[0, :, 0])(theta[0])  # (n, D)
+    tau = float(lik.noise.tau_mean)
+    ggn = tau * (J * J).sum(0)
+    draws = torch.stack(
+        [
+            curv_mod.per_example_curvature(fwd, theta, Xt, yt, lik, fisher="true", generator=gen)[0].sq_sum()
+            for _ in range(4000)
+        ]
+    )
+    mean, se = draws.mean(0), draws.std(0) / np.sqrt(len(draws))
+    live = ggn > 1e-8 * ggn.max()
+    assert torch.all((mean - ggn).abs()[live] <= 6 * se[live] + 1e-12)
+
+
+def test_true_fisher_fits_a_training_row_far_outside_the_others():
+    """One training row 38 standard deviations out along an input the target saturates in:
+    the i-BLM start extrapolates to about 44 there (the target is 3.3). With the empirical
+    Fisher that row's curvature grows with its squared residual and SLANG leaves it unfitted
+    (prediction 45.5, noise std 1.2 against the true 0.3); with ``fisher='true'`` it fits the
+    row and learns the noise."""
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(1500, 5))
+    X[0, 2] = 38.0
+    y = np.sin(X[:, 0]) + X[:, 1] + 2.0 * np.tanh(X[:, 2]) + 0.3 * rng.normal(size=1500)
+    est = SLANGRegressor(fisher="true", random_state=0).fit(X, y)
+    assert abs(est.predict(X[:1])[0] - y[0]) < 1.0
+    assert 0.25 < est.noise_std_ < 0.4

@@ -272,14 +272,69 @@ def generic_curvature(
     return GenericCurvature(G, row_scale), torch.stack(nlls).detach(), torch.stack(fs).detach()
 
 
+class SampledFisherCurvature:
+    """The curvature rows of targets sampled from the model, with the gradient of the observed
+    ones: :meth:`grad_sum` is ``observed``'s, every other quantity ``sampled``'s."""
+
+    def __init__(self, sampled: CurvatureBatch, observed: CurvatureBatch) -> None:
+        self.sampled, self.observed = sampled, observed
+        self.n, self.D = sampled.n, sampled.D
+
+    def grad_sum(self) -> Tensor:
+        return self.observed.grad_sum()
+
+    def sq_sum(self) -> Tensor:
+        return self.sampled.sq_sum()
+
+    def gram(self) -> Tensor:
+        return self.sampled.gram()
+
+    def project(self, U: Tensor) -> Tensor:
+        return self.sampled.project(U)
+
+    def combine(self, V: Tensor) -> Tensor:
+        return self.sampled.combine(V)
+
+    def combine_into_(self, V: Tensor, out: Tensor, beta: float = 1.0) -> Tensor:
+        return self.sampled.combine_into_(V, out, beta=beta)
+
+    def dense(self) -> Tensor:
+        return self.sampled.dense()
+
+
 def per_example_curvature(
-    forward: NetworkForward, theta: Tensor, X: Tensor, y: Tensor, lik: Any, weights: Tensor | None = None
+    forward: NetworkForward,
+    theta: Tensor,
+    X: Tensor,
+    y: Tensor,
+    lik: Any,
+    weights: Tensor | None = None,
+    fisher: str = "empirical",
+    generator: torch.Generator | None = None,
 ) -> tuple[CurvatureBatch, Tensor, Tensor]:
     """Per-example curvature at weight samples ``theta`` (S, D) through ``forward``
     (a :class:`~skbayes._networks.NetworkForward`): the dense-layer path when the
     network has one, else ``torch.func.vmap(grad)``. Same contract as :func:`dense_curvature`.
+
+    ``fisher='empirical'``: the rows are the gradients at the observed targets ``y`` (the
+    SLANG and VOGN papers' empirical Fisher). ``fisher='true'``: they are the gradients at
+    targets drawn from the model at each sample's outputs (from ``generator``), whose squares
+    are unbiased for the Fisher (for a Gaussian likelihood, the Gauss-Newton matrix), while
+    ``grad_sum`` stays the observed targets' gradient; it costs a second pass. A row the
+    network fits badly weighs in the empirical Fisher with its squared residual, so that the
+    natural-gradient step on it shrinks as the residual grows; the true Fisher does not.
     """
     kw = {} if weights is None else {"weights": weights}
-    if forward.spec is not None:
-        return dense_curvature(forward.spec, theta, X, y, lik, **kw)
-    return generic_curvature(forward.module, forward.layout, theta, X, y, lik, **kw)
+
+    def rows(targets: Tensor) -> tuple[CurvatureBatch, Tensor, Tensor]:
+        if forward.spec is not None:
+            return dense_curvature(forward.spec, theta, X, targets, lik, **kw)
+        return generic_curvature(forward.module, forward.layout, theta, X, targets, lik, **kw)
+
+    observed, nll, f = rows(y)
+    if fisher != "true":
+        return observed, nll, f
+    if theta.shape[0] != 1:
+        raise ValueError("fisher='true' draws one set of targets per weight sample: mc_samples must be 1.")
+    sampled, _, _ = rows(lik.sample(f.detach(), generator)[0])
+    return SampledFisherCurvature(sampled, observed), nll, f
