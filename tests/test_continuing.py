@@ -44,7 +44,7 @@ TABLE = {
     "batch_size": [8],
     "device": ["cuda"] if torch.cuda.is_available() else [],  # no second device on a CPU-only machine
     "dtype": ["float32"],
-    "fisher": ["empirical"],
+    "fisher": ["empirical", "true"],
     "init": ["default"],
     "kl_annealing": [(1.0, 1.0, 1.0)],
     "learning_rate": [0.01, 0.02],
