@@ -440,3 +440,9 @@ def test_true_fisher_fits_a_training_row_far_outside_the_others():
     est = SLANGRegressor(fisher="true", random_state=0).fit(X, y)
     assert abs(est.predict(X[:1])[0] - y[0]) < 1.0
     assert 0.25 < est.noise_std_ < 0.4
+
+
+def test_true_fisher_needs_one_weight_sample_per_step():
+    X = np.random.RandomState(0).normal(size=(20, 3))
+    with pytest.raises(ValueError, match="fisher='true' .* needs mc_samples=1, got mc_samples=2"):
+        SLANGRegressor(fisher="true", mc_samples=2, max_iter=2).fit(X, X[:, 0])

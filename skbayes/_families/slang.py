@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
@@ -234,6 +234,14 @@ class SLANGFamily(PosteriorFamily[LowRankGaussian]):
             shape ``(D, 0)``): a diagonal Gaussian with precision ``d``.""",
         ),
     }
+
+    def __init__(self, params: dict[str, Any]) -> None:
+        super().__init__(params)
+        if getattr(self, "fisher", "empirical") == "true" and int(params.get("mc_samples", 1)) != 1:
+            raise ValueError(
+                f"fisher='true' draws one set of targets per weight sample and needs mc_samples=1, "
+                f"got mc_samples={params['mc_samples']}."
+            )
 
     def memory_parts(
         self, layers: list[Layer], batch_size: int, mc_samples: int, itemsize: int, dense: bool = True
