@@ -1253,7 +1253,7 @@ class BayesianNetwork(BaseEstimator):
         side would be empty. A classifier's split is stratified by ``y``, and keeps at least one
         row of every class on the training side: where stratifying cannot (a class of one row,
         or fewer training rows than classes), the held-out rows are drawn at random from the
-        rows that leave each class one, and the error names the classes that cannot spare one."""
+        rows that leave each class one, and an error says so when too few rows are left."""
         from sklearn.model_selection import train_test_split
 
         n = arrays[0].shape[0]
