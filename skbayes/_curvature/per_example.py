@@ -199,8 +199,15 @@ class DenseCurvature:
 
 
 def dense_curvature(
-    spec: DenseSpec, theta: Tensor, X: Tensor, y: Tensor, lik: Any, weights: Tensor | None = None
-) -> tuple[DenseCurvature, Tensor, Tensor]:
+    spec: DenseSpec,
+    theta: Tensor,
+    X: Tensor,
+    y: Tensor,
+    lik: Any,
+    weights: Tensor | None = None,
+    fisher: str = "empirical",
+    generator: torch.Generator | None = None,
+) -> tuple[CurvatureBatch, Tensor, Tensor]:
     """Per-example curvature of a :class:`~skbayes._networks.DenseSpec` network.
 
     Parameters
@@ -216,10 +223,14 @@ def dense_curvature(
     weights : Tensor (M,), optional
         Sample weights (non-negative): the rows become ``sqrt(w_i) g_i`` (see the
         module docstring); ``nll`` stays unweighted.
+    fisher : {'empirical', 'true'}, default='empirical'
+        See :func:`per_example_curvature`. The true Fisher's targets are drawn from
+        ``generator`` and back-propagated through the same forward pass.
+    generator : torch.Generator, optional
 
     Returns
     -------
-    curv : DenseCurvature
+    curv : DenseCurvature, or SampledFisherCurvature with ``fisher='true'``
         Rows ordered sample-major (``s * M + i``).
     nll : Tensor (S, M), detached.
     f : Tensor (S, M, out), detached network outputs.
@@ -227,13 +238,23 @@ def dense_curvature(
     sw = None if weights is None else torch.sqrt(weights)
     f, tape = spec.forward_tape(theta, X)  # no autograd: the backward pass is written out
     nll, df = nll_grad(lik, f, y, sw)
-    deltas = spec.backward(tape, df)
     S, M = nll.shape
-    layers = []
-    for A, Dl, (w_off, o, i, b_off) in zip(spec.linear_inputs(tape), deltas, spec.linears):
-        layers.append((A.reshape(S * M, i), Dl.reshape(S * M, o), w_off, o, i, b_off))
+    As = [A.reshape(S * M, i) for A, (_, _, i, _) in zip(spec.linear_inputs(tape), spec.linears)]
     row_scale = None if sw is None else sw.repeat(S)
-    return DenseCurvature(layers, theta.shape[1], row_scale), nll, f
+
+    def batch(output_grads: Tensor) -> DenseCurvature:
+        deltas = spec.backward(tape, output_grads)
+        layers = [
+            (A, Dl.reshape(S * M, o), w_off, o, i, b_off)
+            for A, Dl, (w_off, o, i, b_off) in zip(As, deltas, spec.linears)
+        ]
+        return DenseCurvature(layers, theta.shape[1], row_scale)
+
+    observed = batch(df)
+    if fisher != "true":
+        return observed, nll, f
+    sampled = batch(nll_grad(lik, f, lik.sample(f, generator), sw)[1])
+    return SampledFisherCurvature(sampled, observed), nll, f
 
 
 def generic_curvature(
@@ -324,17 +345,15 @@ def per_example_curvature(
     network fits badly weighs in the empirical Fisher with its squared residual, so that the
     natural-gradient step on it shrinks as the residual grows; the true Fisher does not.
     """
-    kw = {} if weights is None else {"weights": weights}
-
-    def rows(targets: Tensor) -> tuple[CurvatureBatch, Tensor, Tensor]:
-        if forward.spec is not None:
-            return dense_curvature(forward.spec, theta, X, targets, lik, **kw)
-        return generic_curvature(forward.module, forward.layout, theta, X, targets, lik, **kw)
-
-    observed, nll, f = rows(y)
+    kw: dict[str, Any] = {} if weights is None else {"weights": weights}
+    if forward.spec is not None:  # one forward pass, back-propagated once per set of targets
+        true: dict[str, Any] = {"fisher": fisher, "generator": generator} if fisher == "true" else {}
+        return dense_curvature(forward.spec, theta, X, y, lik, **kw, **true)
+    observed, nll, f = generic_curvature(forward.module, forward.layout, theta, X, y, lik, **kw)
     if fisher != "true":
         return observed, nll, f
     if theta.shape[0] != 1:
         raise ValueError("fisher='true' draws one set of targets per weight sample: mc_samples must be 1.")
-    sampled, _, _ = rows(lik.sample(f.detach(), generator)[0])
+    targets = lik.sample(f, generator)[0]
+    sampled, _, _ = generic_curvature(forward.module, forward.layout, theta, X, targets, lik, **kw)
     return SampledFisherCurvature(sampled, observed), nll, f
