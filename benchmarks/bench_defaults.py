@@ -74,7 +74,7 @@ LABEL = dict(
     SKB_LABEL, lr="LogisticRegression / BayesianRidge", mlp="MLP", hgb="HistGradientBoosting", gp="GaussianProcess"
 )
 SUITE = {"digits": "clf", "breast_cancer": "clf", "diabetes": "reg", "gen_clf": "clf", "gen_reg": "reg"}
-TASK = {**SUITE, **_heldout_data.TASK, **_heldout_data.LATER}
+TASK = {**SUITE, **_heldout_data.TASK, **_heldout_data.LATER, **_heldout_data.THIRD}
 
 
 def load(name):
@@ -86,7 +86,7 @@ def load(name):
         )
     if name == "gen_reg":  # and regression set: Friedman #1 (5 relevant inputs, 5 noise), unit noise
         return datasets.make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0)
-    if name in _heldout_data.TASK or name in _heldout_data.LATER:
+    if name in _heldout_data.TASK or name in _heldout_data.LATER or name in _heldout_data.THIRD:
         return _heldout_data.load(name)
     return getattr(datasets, f"load_{name}")(return_X_y=True)
 

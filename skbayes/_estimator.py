@@ -317,10 +317,11 @@ class BayesianNetwork(BaseEstimator):
     #: :data:`LARGE_NETWORK_WEIGHTS` weights and for larger ones, each a value or a dict by
     #: ``method`` (docs/defaults_protocol.md, "Defaults chosen by the protocol").
     _auto_by_size: dict[str, tuple[Any, Any]] = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "sampled")}
-    #: What ``prior_precision=None`` stands for, by ``method``: set on a class whose default
-    #: prior differs between its methods (the defaults protocol's values); None elsewhere,
-    #: where ``prior_precision`` is a number or ``'auto'``.
-    _prior_by_method: dict[str, float] | None = None
+    #: What ``prior_precision=None`` stands for: ``(small, large)`` as in ``_auto_by_size`` (each a
+    #: value or a dict by ``method``), set on a class whose default prior differs between its
+    #: methods or network sizes (the defaults protocol's values); None elsewhere, where
+    #: ``prior_precision`` is a number or ``'auto'``.
+    _prior_for_none: tuple[Any, Any] | None = None
 
     # The fitted state, declared for the type checker (set by ``_initialize`` and the fits;
     # the loop trains the part in ``_loop.TrainingState``).
@@ -408,7 +409,7 @@ class BayesianNetwork(BaseEstimator):
         for name in cls._auto_by_size:  # 'auto' by network size: resolved before the family sees it
             if name in merged and not any(isinstance(c, Options) and "auto" in c.options for c in merged[name]):
                 merged[name] = [*merged[name], Options(("auto",))]
-        if cls._prior_by_method is not None:  # None: the method's prior, resolved before the family sees it
+        if cls._prior_for_none is not None:  # None: the protocol's prior, resolved before the family sees it
             merged["prior_precision"] = [*merged["prior_precision"], NONE]
         if "kl_weight" in merged:  # a list of candidates: fit chooses one on held-out rows
             single = tuple(merged["kl_weight"])
@@ -436,8 +437,8 @@ class BayesianNetwork(BaseEstimator):
         for name in self._sized_params():
             if params.get(name) == "auto":
                 params[name] = self._resolve_auto(name, n_weights)
-        if self._prior_by_method is not None and params.get("prior_precision") is None:
-            params["prior_precision"] = self._prior_by_method[params["method"]]
+        if self._prior_for_none is not None and params.get("prior_precision") is None:
+            params["prior_precision"] = self._sized_value(self._prior_for_none, n_weights)
         return self._family(params)
 
     def _last_choice(self, candidates: list[Any] | tuple[Any, ...], n_weights: int) -> Any:
@@ -462,7 +463,12 @@ class BayesianNetwork(BaseEstimator):
         """The value ``'auto'`` stands for in parameter ``name`` on a network of ``n_weights``
         weights: the protocol's small-network value below :data:`LARGE_NETWORK_WEIGHTS`, its
         large-network value from there on (a dict: per value of ``method``)."""
-        small, large = self._auto_by_size[name]
+        return self._sized_value(self._auto_by_size[name], n_weights)
+
+    def _sized_value(self, pair: tuple[Any, Any], n_weights: int) -> Any:
+        """The entry of ``pair = (small, large)`` for a network of ``n_weights`` weights (each
+        entry a value or a dict by ``method``)."""
+        small, large = pair
         value = large if n_weights >= LARGE_NETWORK_WEIGHTS else small
         return value[self.get_params(deep=False)["method"]] if isinstance(value, dict) else value
 
@@ -843,7 +849,9 @@ class BayesianNetwork(BaseEstimator):
         if incremental:
             self._stream_order_add(y[X.shape[0] - n_call :], y_enc[X.shape[0] - n_call :])
         # sized only when needed (a module factory is built for it)
-        auto = any(_mentions_auto(getattr(self, name, None)) for name in self._sized_params())
+        auto = any(_mentions_auto(getattr(self, name, None)) for name in self._sized_params()) or (
+            self._prior_for_none is not None and getattr(self, "prior_precision", None) is None
+        )
         family = self._make_family(self._n_weights(X, reset) if auto else None)
         if "kl_weight" in family.parameter_constraints:
             self.kl_weight_ = float(family.kl_weight)

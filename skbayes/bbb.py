@@ -65,8 +65,14 @@ class BBBRegressor(BayesianNetworkRegressor):
 
 class BBBClassifier(BayesianNetworkClassifier):
     _family = BBBFamily
-    #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm"), "learning_rate": ADAM_AUTO_LEARNING_RATE}
+    #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks: the
+    #: untempered posterior with the sampled predictive since the small classification group took
+    #: in sets whose classes overlap; large networks: the untempered posterior with the GLM predictive).
+    _auto_by_size = {
+        "kl_weight": (1.0, 1.0),
+        "predictive": ("sampled", "glm"),
+        "learning_rate": ADAM_AUTO_LEARNING_RATE,
+    }
 
     def __init__(
         self,
@@ -95,7 +101,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         dtype="float64",
         verbose=False,
         n_threads=None,
-        predictive="glm",
+        predictive="auto",
         glm_link="pairwise",
     ):
         store_init_params(locals())

@@ -108,12 +108,13 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
     _family = KFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
-    #: the tempered posterior with the GLM predictive, with the step decay, and the empirical
-    #: Fisher; large networks: the extrinsic damping of 0.003, chosen with one scale for all
-    #: pixels, and the true Fisher; docs/defaults_protocol.md).
+    #: the untempered posterior with the sampled predictive since the small classification group
+    #: took in sets whose classes overlap, with the step decay and the empirical Fisher; large
+    #: networks: the extrinsic damping of 0.003, chosen with one scale for all pixels, and the
+    #: true Fisher; docs/defaults_protocol.md).
     _auto_by_size = {
-        "kl_weight": (0.3, 1.0),
-        "predictive": ("glm", "sampled"),
+        "kl_weight": (1.0, 1.0),
+        "predictive": ("sampled", "sampled"),
         "damping": (1e-3, 0.003),
         "fisher": ("empirical", "true"),
     }
@@ -231,21 +232,31 @@ class NoisyEKFACRegressor(BayesianNetworkRegressor):
         store_init_params(locals())
 
 
-#: ``NoisyEKFACClassifier``'s prior: the defaults protocol's 3 at its tempered defaults (the
-#: small classification and image groups and the held-out sets; docs/defaults_protocol.md, "The
-#: prior precision at each classifier's temperature").
-_EKFAC_CLASSIFIER_PRIOR = _protocol_prior(
-    "3",
-    """tempered defaults: under ``kl_weight`` ``w`` the mean is pulled towards zero by ``w
-lambda``.""",
+#: ``NoisyEKFACClassifier``'s ``prior_precision=None`` by network size: the defaults protocol's 1
+#: with the untempered posterior on small networks (the small classification group with classes
+#: that overlap), 3 at the large networks' temperature of 0.01 (the image group);
+#: docs/defaults_protocol.md, "The small classifiers' temperature where classes overlap" and "The
+#: prior precision at each classifier's temperature".
+_EKFAC_CLASSIFIER_PRIOR_FOR_NONE = (1.0, 3.0)
+_EKFAC_CLASSIFIER_PRIOR = Entry(
+    "float, 'auto' or None",
+    EKFACFamily.param_docs["prior_precision"].text
+    + """
+None stands for the values the defaults protocol chose for this estimator: {} on
+networks of fewer than 20,000 weights (with their untempered posterior) and {} on
+larger ones (with their temperature of 0.01; under ``kl_weight`` ``w`` the mean is
+pulled towards zero by ``w lambda``).""".format(*(f"{v:g}" for v in _EKFAC_CLASSIFIER_PRIOR_FOR_NONE)),
 )
 
 
 class NoisyEKFACClassifier(BayesianNetworkClassifier):
     _family = EKFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
-    #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.1, 0.01), "predictive": ("glm", "glm")}
+    #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks: the
+    #: untempered posterior with the sampled predictive since the small classification group took
+    #: in sets whose classes overlap).
+    _auto_by_size = {"kl_weight": (1.0, 0.01), "predictive": ("sampled", "glm")}
+    _prior_for_none = _EKFAC_CLASSIFIER_PRIOR_FOR_NONE
     _param_docs = {**CLASSIFIER_PARAMS, "prior_precision": _EKFAC_CLASSIFIER_PRIOR}
 
     def __init__(
@@ -258,7 +269,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
         factor_decay=0.05,
         scale_decay=0.05,
         kl_weight="auto",
-        prior_precision=3.0,
+        prior_precision=None,
         damping=0.1,
         momentum=0.9,
         stats_interval=1,

@@ -68,8 +68,10 @@ class SLANGRegressor(BayesianNetworkRegressor):
 class SLANGClassifier(BayesianNetworkClassifier):
     _family = SLANGFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
-    #: the tempered posterior with the GLM predictive since the step decay, docs/defaults_protocol.md).
-    _auto_by_size = {"kl_weight": (0.1, 1.0), "predictive": ("glm", "glm")}
+    #: the untempered posterior with the sampled predictive since the small classification group
+    #: took in sets whose classes overlap; large networks: the GLM predictive;
+    #: docs/defaults_protocol.md).
+    _auto_by_size = {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "glm")}
 
     def __init__(
         self,

@@ -63,23 +63,26 @@ _AUTO_LEARNING_RATE = ("auto", {"vadam": 0.003, "vprop": "auto"})
 _REGRESSOR_KL_WEIGHT = ({"vadam": 1.0, "vprop": 0.3},) * 2  # (small, large): the same
 _REGRESSOR_DECAY_EPOCHS = ({"vadam": None, "vprop": 30},) * 2
 #: ``VadamClassifier``'s by method and network size, chosen by the defaults protocol's small
-#: classification group: a temperature of 0.3 with the GLM predictive on small networks for both
-#: methods (Vadam with its prior precision of 3, constant steps; Vprop with a prior precision of
-#: 1 and the step decay of 30 epochs); on large networks the untempered posterior with the GLM
-#: predictive at constant steps (docs/defaults_protocol.md, "Vadam's prior precision and temperature on
-#: classification" and "Vprop through the protocol").
-_CLASSIFIER_KL_WEIGHT = (0.3, 1.0)
-_CLASSIFIER_PREDICTIVE = ("glm", "glm")
+#: classification group (with sets whose classes overlap): the untempered posterior with the
+#: sampled predictive on small networks for both methods (Vadam at constant steps, Vprop with the
+#: step decay of 30 epochs); on large networks the untempered posterior with the GLM predictive
+#: at constant steps (docs/defaults_protocol.md, "The small classifiers' temperature where classes
+#: overlap", "Vadam's prior precision and temperature on classification" and "Vprop through the
+#: protocol").
+_CLASSIFIER_KL_WEIGHT = (1.0, 1.0)
+_CLASSIFIER_PREDICTIVE = ("sampled", "glm")
 _CLASSIFIER_DECAY_EPOCHS = ({"vadam": None, "vprop": 30}, {"vadam": None, "vprop": None})
-#: ``VadamClassifier``'s ``prior_precision=None`` by method, on every network: Vadam's 3 won the
-#: small classification and image groups; Vprop's fits at 3 were unstable on digits, so it keeps 1.
-_CLASSIFIER_PRIOR = {"vadam": 3.0, "vprop": 1.0}
+#: ``VadamClassifier``'s ``prior_precision=None`` by network size and method: 1 on small networks
+#: (with their untempered posterior); on large ones Vadam's 3, which won the image group, and
+#: Vprop's 1 (its fits at 3 were unstable on digits).
+_CLASSIFIER_PRIOR = ({"vadam": 1.0, "vprop": 1.0}, {"vadam": 3.0, "vprop": 1.0})
 _CLASSIFIER_PRIOR_DOC = Entry(
     "float, 'auto' or None",
     PARAMS["prior_precision"].text
     + """
-None stands for the value the defaults protocol chose for this estimator, by
-``method``: {vadam} for 'vadam', {vprop} for 'vprop', on every network.""".format(**_CLASSIFIER_PRIOR),
+None stands for the value the defaults protocol chose for this estimator: 1 on
+networks of fewer than 20,000 weights; on larger ones, by ``method``, {vadam:g} for
+'vadam' and {vprop:g} for 'vprop'.""".format(**_CLASSIFIER_PRIOR[1]),
 )
 _DECAY_DOC = Entry(
     "float, None or 'auto'",
@@ -144,7 +147,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         "learning_rate": _AUTO_LEARNING_RATE,
         "decay_epochs": _CLASSIFIER_DECAY_EPOCHS,
     }
-    _prior_by_method = _CLASSIFIER_PRIOR
+    _prior_for_none = _CLASSIFIER_PRIOR
     _param_docs = {
         **BayesianNetworkClassifier._param_docs,
         "decay_epochs": _DECAY_DOC,

@@ -87,10 +87,11 @@ class VOGNClassifier(BayesianNetworkClassifier):
     rank = 0
     _fixed_params = ("rank",)
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks:
-    #: the tempered posterior with the GLM predictive, with the step decay; large networks: the
-    #: tempered posterior with the sampled predictive, on images scaled as a whole;
+    #: the untempered posterior with the sampled predictive since the small classification group
+    #: took in sets whose classes overlap, with the step decay; large networks: the tempered
+    #: posterior with the sampled predictive, on images scaled as a whole;
     #: docs/defaults_protocol.md).
-    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("glm", "sampled")}
+    _auto_by_size = {"kl_weight": (1.0, 0.3), "predictive": ("sampled", "sampled")}
 
     def __init__(
         self,

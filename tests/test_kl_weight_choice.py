@@ -54,13 +54,13 @@ def test_classifier_scores_rule_and_final_fit(cancer):
     assert est.kl_weight == candidates  # the parameter is left as given
     Xf, Xv, yf, yv = _split(est, X, y)
     lps = []
-    for value in (0.3, 3.0):  # 'auto' is 0.3 on this network
+    for value in (1.0, 3.0):  # 'auto' is 1.0 on this network
         cand = clone(est).set_params(kl_weight=value).fit(Xf, yf)
         p = cand.predict_proba(Xv)
         lps.append(np.log(p[np.arange(len(yv)), yv]))
         assert math.isclose(-log_loss(yv, p), lps[-1].mean(), rel_tol=1e-9)
     np.testing.assert_allclose(est.kl_weight_scores_, [lp.mean() for lp in lps], rtol=1e-10)
-    assert est.kl_weight_ == (3.0 if _rule(lps[1], lps[0]) else 0.3)
+    assert est.kl_weight_ == (3.0 if _rule(lps[1], lps[0]) else 1.0)
     plain = clone(est).set_params(kl_weight=est.kl_weight_).fit(X, y)
     torch.testing.assert_close(est.posterior_.mean_t, plain.posterior_.mean_t, rtol=0, atol=0)
 
@@ -112,7 +112,7 @@ def test_sample_weights_weight_the_held_out_scores(cancer):
 def test_kl_weight_is_recorded_and_continuing_fits_keep_the_choice(cancer, monkeypatch):
     X, y = cancer
     kw = dict(hidden_layer_sizes=(8,), max_iter=5, random_state=0)
-    assert NoisyKFACClassifier(**kw).fit(X, y).kl_weight_ == 0.3  # 'auto' resolved
+    assert NoisyKFACClassifier(**kw).fit(X, y).kl_weight_ == 1.0  # 'auto' resolved
     assert NoisyKFACClassifier(kl_weight=2.0, **kw).fit(X, y).kl_weight_ == 2.0
     assert not hasattr(MCDropoutClassifier(**kw).fit(X, y), "kl_weight_")
     est = NoisyKFACClassifier(kl_weight=[2.0, 0.5], warm_start=True, **kw).fit(X, y)

@@ -113,11 +113,10 @@ def test_kfac_covariance_and_precision_equal_kronecker_formula():
 
 
 def test_ekfac_covariance_equals_eigenbasis_formula():
-    # kl_weight=1: the untempered formula (the classifier's small-network 'auto' is 0.1)
-    est = _fit(NoisyEKFACClassifier, kl_weight=1.0, eig_interval=100, rescale_reset_interval=None)
+    # kl_weight=1: the untempered formula (the classifier's small-network 'auto'), at a prior of 3
+    est = _fit(NoisyEKFACClassifier, kl_weight=1.0, prior_precision=3.0, eig_interval=100, rescale_reset_interval=None)
     N = 60
-    g_in = est.prior_precision / N  # the intrinsic damping lambda / N (the classifier's default prior: 3)
-    assert est.prior_precision == 3.0
+    g_in = est.prior_precision / N  # the intrinsic damping lambda / N
 
     def cov(l, st):
         Q = torch.kron(st["QS"], st["QA"])
@@ -394,7 +393,8 @@ def test_mean_step_equals_dense_preconditioned_step(monkeypatch, Est):
         learning_rate=0.3,
         kl_clip=None,
         damping=0.01,
-        kl_weight=1.0,  # the untempered step (the EK-FAC classifier's small-network 'auto' is 0.1)
+        kl_weight=1.0,  # the untempered step
+        prior_precision=3.0,
         random_state=0,
     )
     if Est is NoisyEKFACClassifier:
@@ -404,7 +404,7 @@ def test_mean_step_equals_dense_preconditioned_step(monkeypatch, Est):
     assert len(calls) == 2  # factor initialisation at the mean, then one step
     mean_before = calls[0][0][0]
     theta, (rows, _, _) = calls[1]
-    _N, g_in = 60, est.prior_precision / 60  # lambda / N (the EK-FAC classifier's default prior: 3)
+    _N, g_in = 60, est.prior_precision / 60  # lambda / N
     gamma = g_in + 0.01
     step = torch.zeros_like(mean_before)
     for l, st, (A, Dt, _) in zip(est.posterior_.layers, est._state["layers"], rows):

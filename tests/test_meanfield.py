@@ -537,13 +537,13 @@ def test_vadam_auto_temperature_and_decay_by_method(method, expected):
         assert (family.kl_weight, family.decay_epochs) == expected
     clf = VadamClassifier(method=method)
     assert clf.kl_weight == "auto" and clf.decay_epochs == "auto" and clf.predictive == "auto"
-    small = {"vadam": (0.3, None, "glm"), "vprop": (0.3, 30, "glm")}[method]  # the small group's
+    small = {"vadam": (1.0, None, "sampled"), "vprop": (1.0, 30, "sampled")}[method]  # the small group's
     large = (1.0, None, "glm")  # the image group's, Vadam's (Vprop's large networks not measured)
-    prior = {"vadam": 3.0, "vprop": 1.0}[method]
-    for n_weights, want in ((100, small), (10**6, large)):
+    prior = {"vadam": (1.0, 3.0), "vprop": (1.0, 1.0)}[method]  # (small, large)
+    for n_weights, want, lam in ((100, small, prior[0]), (10**6, large, prior[1])):
         family = clf._make_family(n_weights)
         assert (family.kl_weight, family.decay_epochs, clf._resolve_auto("predictive", n_weights)) == want
-        assert family.prior_precision == prior
+        assert family.prior_precision == lam
     rng = np.random.RandomState(0)
     X = rng.randn(80, 3)
     y = X[:, 0] - X[:, 1] ** 2 + 0.1 * rng.randn(80)

@@ -280,17 +280,19 @@ def test_every_gaussian_family_has_kl_weight_and_rejects_bad_values(Est):
 #: (kl_weight, predictive) chosen by the defaults protocol of docs/defaults_protocol.md, on networks of
 #: fewer than LARGE_NETWORK_WEIGHTS weights and on larger ones (the image classification group,
 #: with the full-scale target on seeds 0 and 1 as a constraint: noisy EK-FAC's 0.01; VOGN's and
-#: BBB's large-network values from its rerun with one scale for all pixels)
+#: BBB's large-network values from its rerun with one scale for all pixels). The small
+#: classifiers' values: the untempered posterior with the sampled predictive since the small
+#: classification group took in sets whose classes overlap.
 PROTOCOL_DEFAULTS = {
-    SLANGClassifier: ((0.1, "glm"), (1.0, "glm")),
+    SLANGClassifier: ((1.0, "sampled"), (1.0, "glm")),
     SLANGRegressor: ((0.3, "sampled"), (0.3, "sampled")),
-    VOGNClassifier: ((0.3, "glm"), (0.3, "sampled")),
+    VOGNClassifier: ((1.0, "sampled"), (0.3, "sampled")),
     VOGNRegressor: ((0.3, "sampled"), (0.3, "sampled")),
-    NoisyKFACClassifier: ((0.3, "glm"), (1.0, "sampled")),
+    NoisyKFACClassifier: ((1.0, "sampled"), (1.0, "sampled")),
     NoisyKFACRegressor: ((1.0, "sampled"), (1.0, "sampled")),
-    NoisyEKFACClassifier: ((0.1, "glm"), (0.01, "glm")),
+    NoisyEKFACClassifier: ((1.0, "sampled"), (0.01, "glm")),
     NoisyEKFACRegressor: ((0.3, "sampled"), (0.3, "sampled")),
-    BBBClassifier: ((0.1, "glm"), (1.0, "glm")),
+    BBBClassifier: ((1.0, "sampled"), (1.0, "glm")),
     BBBRegressor: ((0.1, "glm"), (0.1, "glm")),
 }
 
@@ -317,61 +319,45 @@ def test_mc_dropout_has_no_kl_weight():
     assert "kl_weight" not in MCDropoutClassifier().get_params()
 
 
-def _digits_wine_split(name):
-    """The first split of bench_uncertainty.py's small classification group (pixels / 16 for
-    digits; a stratified 75/25 split at seed 0, standardised with the training rows)."""
-    from sklearn.datasets import load_digits, load_wine
+def _noisy_digits_split(rate=0.2):
+    """scikit-learn's digits with a fraction ``rate`` of the labels (training and test alike)
+    replaced by a class drawn at random, so that the classes overlap as on the data users often
+    bring; a stratified 75/25 split at seed 0, standardised with the training rows."""
+    from sklearn.datasets import load_digits
     from sklearn.model_selection import train_test_split
     from sklearn.preprocessing import StandardScaler
 
-    X, y = (load_digits if name == "digits" else load_wine)(return_X_y=True)
-    if name == "digits":
-        X = X / 16.0
+    X, y = load_digits(return_X_y=True)
+    rng = np.random.RandomState(0)
+    y = np.where(rng.rand(len(y)) < rate, rng.randint(0, 10, len(y)), y)
     Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, stratify=y, random_state=0)
     sc = StandardScaler().fit(Xtr)
     return sc.transform(Xtr), ytr, sc.transform(Xte), yte
 
 
-#: The defaults before the protocol's runs with the step decay (docs/defaults_protocol.md): SLANG's
-#: classifier already had its decay; VOGN's had constant steps; noisy K-FAC's a slower decay.
-PREVIOUS_DEFAULTS = {
-    SLANGClassifier: dict(kl_weight=1.0, predictive="sampled"),
-    VOGNClassifier: dict(kl_weight=1.0, predictive="sampled", decay_epochs=None),
-    NoisyKFACClassifier: dict(kl_weight=1.0, predictive="sampled", decay_epochs=100),
+#: The small classifiers' defaults before the small classification group took in sets whose
+#: classes overlap (docs/defaults_protocol.md): tempered, with the GLM predictive.
+TEMPERED_DEFAULTS = {
+    SLANGClassifier: dict(kl_weight=0.1, predictive="glm"),
+    VOGNClassifier: dict(kl_weight=0.3, predictive="glm"),
+    NoisyKFACClassifier: dict(kl_weight=0.3, predictive="glm"),
 }
 
 
-#: Seeds (the estimators' ``random_state``) over which a claim is read. On digits' first split
-#: the clean log-loss of a single VOGN or noisy K-FAC fit moves by 0.01-0.07 with the seed, and
-#: with the CPU's rounding of the same seed (noisy K-FAC at seed 0: 0.086 against the previous
-#: default's 0.097 on one x86-64 machine, 0.096 against 0.087 on an AVX-512 one), more than the
-#: defaults differ on one fit; four seeds' means differ by 10-15% (0.100 against 0.111 and 0.100
-#: against 0.116 there). SLANG's digits fits and every wine fit beat the previous default on every
-#: seed tried (0-2 and 0-4) by at least 13%, so one seed reads those.
-CLAIM_SEEDS = {("digits", VOGNClassifier): 4, ("digits", NoisyKFACClassifier): 4}
-
-
-@pytest.mark.parametrize("Est", list(PREVIOUS_DEFAULTS), ids=lambda e: e.__name__)
-@pytest.mark.parametrize("name", ["digits", "wine"])
-def test_tempered_glm_default_beats_the_previous_default(Est, name):
-    """The protocol's claim for the small-network defaults of SLANG, VOGN and noisy K-FAC
-    (tempered, GLM predictive, step decay; docs/defaults_protocol.md), on real data: a lower test
-    log-loss than the previous default (the untempered sampled posterior), on the benchmark's
-    first split (digits, seed 0: 0.094 against 0.121 for SLANG; wine, seed 0: 0.022 against 0.056,
-    0.028 against 0.045, 0.022 against 0.077). Where one fit's log-loss varies with the seed
-    more than the defaults differ (VOGN and noisy K-FAC on digits, ``CLAIM_SEEDS``) the mean over
-    four seeds is compared, and must be lower; a single fit must be lower by 5%."""
+@pytest.mark.parametrize("Est", list(TEMPERED_DEFAULTS), ids=lambda e: e.__name__)
+def test_untempered_default_beats_the_tempered_one_where_classes_overlap(Est):
+    """The protocol's reason for the small classifiers' untempered sampled default
+    (docs/defaults_protocol.md): where the labels are noisy, the tempered posterior overfits
+    them and is overconfident. On digits with a fifth of the labels drawn at random the default's
+    test log-loss is lower than the earlier tempered default's by at least 10% (seed 0: SLANG
+    1.17 against 1.50, VOGN 1.17 against 1.74, noisy K-FAC 1.40 against 1.69; seed 1 alike)."""
     from sklearn.metrics import log_loss
 
-    Xtr, ytr, Xte, yte = _digits_wine_split(name)
-    n_seeds = CLAIM_SEEDS.get((name, Est), 1)
-    ll_default, ll_previous = [], []
+    Xtr, ytr, Xte, yte = _noisy_digits_split()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # ConvergenceWarning, and digits' near-constant pixels
-        for seed in range(n_seeds):
-            default = Est(random_state=seed).fit(Xtr, ytr)
-            previous = Est(**PREVIOUS_DEFAULTS[Est], random_state=seed).fit(Xtr, ytr)
-            ll_default.append(log_loss(yte, default.predict_proba(Xte), labels=default.classes_))
-            ll_previous.append(log_loss(yte, previous.predict_proba(Xte), labels=previous.classes_))
-    margin = 0.95 if n_seeds == 1 else 1.0
-    assert np.mean(ll_default) < margin * np.mean(ll_previous), (ll_default, ll_previous)
+        default = Est(random_state=0).fit(Xtr, ytr)
+        tempered = Est(**TEMPERED_DEFAULTS[Est], random_state=0).fit(Xtr, ytr)
+    ll_default = log_loss(yte, default.predict_proba(Xte), labels=default.classes_)
+    ll_tempered = log_loss(yte, tempered.predict_proba(Xte), labels=tempered.classes_)
+    assert ll_default < 0.9 * ll_tempered, (ll_default, ll_tempered)
