@@ -48,7 +48,9 @@ the sets outside the protocol's suite of ``benchmarks/_heldout_data.py`` (regres
 airfoil, Auto MPG, fish and aquatic toxicity, bike rentals, white wine quality; selective
 prediction: satimage, vehicle, iris, stratified 75/25; OOD: satimage, iris and segment, whose
 image regions of outdoor scenes serve the OOD task alone), which judge the defaults and never
-choose them (a sweep ranks them as their own groups). Inputs are
+choose them (a sweep ranks them as their own groups); with ``--datasets overlap`` (or by name)
+the small classification group's sets whose classes overlap, Pima diabetes, yeast and abalone
+(selective prediction and in distribution, stratified 75/25; not in a default run). Inputs are
 standardised with the training rows' statistics (StandardScaler); images are
 corrupted before that.
 
