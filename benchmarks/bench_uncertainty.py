@@ -1332,8 +1332,10 @@ def main(argv=None):
             for label, m, ov in variants:
                 if (task == "clf" and m in REG_ONLY) or (task == "reg" and m in CLF_ONLY):
                     continue
+                # '[defaults]': skipped where the task's default is on the grid (it stands for the other
+                # task's) or where --grid-only leaves the defaults out
                 if args.sweep and label == f"{m}[defaults]" and (args.grid_only or default_of[m].get(task) != label):
-                    continue  # the task's default is on the grid ('[defaults]' stands for the other task's), or not wanted
+                    continue
                 jobs.append(
                     dict(
                         dataset=d,

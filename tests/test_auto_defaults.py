@@ -84,7 +84,14 @@ def test_protocol_values_differ_by_size_where_documented():
         and len(set(map(repr, e.estimator._auto_by_size["predictive"]))) > 1
     }
     assert changed == {"SLANGClassifier", "NoisyEKFACClassifier", "BBBClassifier", "VadamClassifier"}
-    for Est in (SLANGClassifier, VOGNClassifier, NoisyKFACClassifier, NoisyEKFACClassifier, BBBClassifier, VadamClassifier):
+    for Est in (
+        SLANGClassifier,
+        VOGNClassifier,
+        NoisyKFACClassifier,
+        NoisyEKFACClassifier,
+        BBBClassifier,
+        VadamClassifier,
+    ):
         assert Est._auto_by_size["kl_weight"][0] == 1.0, Est.__name__
         assert Est._auto_by_size["predictive"][0] == "sampled", Est.__name__
     assert VadamClassifier._auto_by_size["kl_weight"] == (1.0, 1.0)
