@@ -27,4 +27,6 @@ def test_tolerance_stop_restores_the_best_epoch():
     kw = dict(hidden_layer_sizes=(8,), batch_size=32, tol=1e-3, n_iter_no_change=3, random_state=0)
     _check_keeps_best_epoch(SLANGRegressor, X, y, **kw)
     X, y = clf_data(scale=True)
-    _check_keeps_best_epoch(VOGNClassifier, X, y, **{**kw, "tol": 1e-2})
+    # at a temperature of 0.3 this fit's objective rises after its best epoch (at the default 1.0 it
+    # keeps falling to the stop)
+    _check_keeps_best_epoch(VOGNClassifier, X, y, **{**kw, "tol": 1e-2, "kl_weight": 0.3})
