@@ -220,6 +220,8 @@ TABULAR_OOD = ("satimage", "iris") + OOD_ONLY
 HELDOUT = HELDOUT_CLF + HELDOUT_REGRESSION
 TABULAR = TABULAR_CLF + OVERLAP_CLF + HELDOUT_CLF
 DATASETS = IMAGE + TABULAR_CLF + SUITE_REGRESSION
+#: every data set a run may name, in the order the tables list them
+ALL_DATASETS = IMAGE + TABULAR_CLF + OVERLAP_CLF + SUITE_REGRESSION + HELDOUT
 TASKS = ("ood", "shift", "selective", "regression")
 SEVERITIES = (0, 1, 2, 3, 4)
 COVERAGES = (0.5, 0.8, 0.9)
@@ -909,7 +911,7 @@ def targets(results):
 
     print("\n## Targets (docs/uncertainty.md; means over the seeds run)\n")
     skb = [m for m in SKB_ALL + ENS if any(r["method"] == m and r["variant"] == LABEL[m] for r in results)]
-    dsets = sorted({r["dataset"] for r in results}, key=(DATASETS + HELDOUT).index)
+    dsets = sorted({r["dataset"] for r in results}, key=ALL_DATASETS.index)
     for d in [d for d in dsets if d in IMAGE + TABULAR_OOD]:
         if have(d, "ood", "ensemble") and skb:
             best = max(skb, key=lambda m: mean(d, "ood", m, "auroc"))
@@ -1223,7 +1225,7 @@ def main(argv=None):
             print(f"    {c}")
         shown = list(dict.fromkeys(r["variant"] for r in results))
         print("\n## Results (mean ± std error over the seeds; best in bold; (!) see below)")
-        present = [d for d in DATASETS + HELDOUT if any(r["dataset"] == d for r in results)]
+        present = [d for d in ALL_DATASETS if any(r["dataset"] == d for r in results)]
         report(results, shown, TASKS, present)
         if cands:  # saved by --sweep runs: the protocol over all of them together
             protocol(results, cands, default_of)
