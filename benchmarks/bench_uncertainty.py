@@ -69,8 +69,9 @@ Networks: one hidden layer of 50 units on the tabular sets and digits (skbayes'
 default; ``--hidden`` for others, the peers' networks too); 784-100-``n_classes`` on
 Fashion-MNIST (a CPU-sized net; ``--fashion-hidden``), where every network (the peers'
 too) trains for 5 epochs with batch 200 and the skbayes estimators in float32, the image
-protocol of the uncertainty page (docs/uncertainty.md). Elsewhere every estimator keeps its
-own defaults (its ``max_iter`` and stopping rule).
+protocol of the uncertainty page (docs/uncertainty.md); ``--fashion-epochs auto`` lets every
+network there train at its own defaults instead (``max_iter``, batch size, stopping rule).
+Elsewhere every estimator keeps its own defaults (its ``max_iter`` and stopping rule).
 
 Peers
 -----
@@ -383,9 +384,11 @@ def tabular_ood_classes(y, half="lower"):
 
 # --- models -------------------------------------------------------------------------------
 def network_budget(job):
-    """Fashion-MNIST's fixed protocol (epochs, batch 200); elsewhere every estimator's own defaults."""
+    """Fashion-MNIST's fixed protocol (epochs, batch 200; ``--fashion-epochs auto``: every
+    estimator's own defaults); elsewhere every estimator's own defaults."""
     if job["dataset"] == "fashion":
-        return dict(max_iter=job["epochs"] or 5, batch_size=200)
+        epochs = job["epochs"] or job.get("fashion_epochs", "5")
+        return {} if epochs == "auto" else dict(max_iter=int(epochs), batch_size=200)
     return dict(max_iter=job["epochs"]) if job["epochs"] else {}
 
 
@@ -1167,6 +1170,12 @@ def main(argv=None):
     ap.add_argument("--fashion-rows", type=int, default=10_000, help="Fashion-MNIST training rows")
     ap.add_argument("--fashion-test-rows", type=int, default=10_000, help="Fashion-MNIST test rows (random subset)")
     ap.add_argument("--fashion-hidden", default="100", help="hidden layers on Fashion-MNIST, e.g. 400,400")
+    ap.add_argument(
+        "--fashion-epochs",
+        default="5",
+        help="epochs (batch 200) of every network on Fashion-MNIST; 'auto': every estimator's own "
+        "max_iter, batch size and stopping rule, the peers' too",
+    )
     ap.add_argument("--hidden", default="50", help="hidden layers on the other data sets, e.g. 50,50")
     ap.add_argument(
         "--image-scaling",
@@ -1265,6 +1274,8 @@ def main(argv=None):
         predict_grid = parse_grid(args.predict_grid, base={})
     except ValueError as exc:
         ap.error(str(exc))
+    if args.fashion_epochs != "auto" and not (args.fashion_epochs.isdigit() and int(args.fashion_epochs) > 0):
+        ap.error(f"--fashion-epochs takes a positive number of epochs or 'auto', not {args.fashion_epochs!r}")
     seeds = args.seeds or (1 if args.quick else 3)
     epochs = args.epochs or (20 if args.quick else None)
     if "fashion" in datasets and any(t in tasks for t in ("ood", "shift", "selective")):
@@ -1353,6 +1364,7 @@ def main(argv=None):
                         data_dir=args.data,
                         fashion_rows=args.fashion_rows,
                         fashion_test_rows=args.fashion_test_rows,
+                        fashion_epochs=args.fashion_epochs,
                         image_scaling=args.image_scaling,
                         digits_scaling=args.digits_scaling,
                         ood_half=args.ood_half,

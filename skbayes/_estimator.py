@@ -454,6 +454,16 @@ class BayesianNetwork(BaseEstimator):
                 return c
         return candidates[0]
 
+    def _stops_early(self, n_weights: int | None = None) -> bool:
+        """Whether a fit holds out rows and stops early (``early_stopping``; ``'auto'``: the
+        protocol's value for a network of ``n_weights`` weights, None: the fitted one's)."""
+        value = self.early_stopping
+        if isinstance(value, str):  # 'auto'
+            if n_weights is None:
+                n_weights = int(self.posterior_.n_params) if hasattr(self, "posterior_") else 0
+            return bool(self._resolve_auto("early_stopping", n_weights))
+        return bool(value)
+
     def _sized_params(self) -> list[str]:
         """The training parameters whose ``'auto'`` depends on the network's size (``predictive``
         is resolved when predicting)."""
@@ -812,11 +822,11 @@ class BayesianNetwork(BaseEstimator):
 
     def _drop_stale_attributes(self, reset: bool, incremental: bool) -> None:
         """Forget the fitted attributes a fit sets only sometimes, when this one will not set
-        them: the validation scores when ``fit`` runs without early stopping (``partial_fit``,
-        which never stops early, keeps them), and the candidates' scores when ``kl_weight``
+        them: the validation scores, which only a ``fit`` that stops early sets again
+        (``partial_fit``, which never stops early, keeps them), and the candidates' scores when ``kl_weight``
         lists none or a fresh fit is to choose again (a continuing fit keeps the scores of the
         choice it trains at)."""
-        if not incremental and not self.early_stopping:
+        if not incremental:  # a fit that stops early sets them again
             self.__dict__.pop("validation_scores_", None)
             self.__dict__.pop("best_validation_score_", None)
         if reset or not _is_candidates(getattr(self, "kl_weight", None)):
@@ -852,7 +862,8 @@ class BayesianNetwork(BaseEstimator):
         auto = any(_mentions_auto(getattr(self, name, None)) for name in self._sized_params()) or (
             self._prior_for_none is not None and getattr(self, "prior_precision", None) is None
         )
-        family = self._make_family(self._n_weights(X, reset) if auto else None)
+        n_weights = self._n_weights(X, reset) if auto else None
+        family = self._make_family(n_weights)
         if "kl_weight" in family.parameter_constraints:
             self.kl_weight_ = float(family.kl_weight)
         self._check_fit_memory(X, family, continuing=not reset, incremental=incremental)
@@ -863,7 +874,7 @@ class BayesianNetwork(BaseEstimator):
         if threads is not None:  # the network is built now: its work is known
             threads.update(self._training_work(X.shape[0]))
         validation = None
-        if self.early_stopping and not incremental:
+        if not incremental and self._stops_early(n_weights):
             if sw is None:
                 X, y_enc, Xv, yv = self._validation_split(X, y_enc)
                 Xv_t = self._tensor(Xv)
@@ -1003,6 +1014,7 @@ class BayesianNetwork(BaseEstimator):
         parts = family.memory_parts(
             layers, self._batch_size(X.shape[0]), int(self.mc_samples), itemsize, dense=self.module is None
         )
+        # early_stopping="auto" counts the best epoch's copy on every network (an upper bound)
         copies = 1 + int(continuing) + (0 if incremental else 2 + int(bool(self.early_stopping)))
         for p in parts[:-1]:  # all but the step: the posterior and its state
             p.nbytes *= 1 + copies * p.copied
