@@ -9,10 +9,12 @@ rule included) but the one compared, one torch thread. Public API only.
 
 Compared: BBB's and MC dropout's ``learning_rate`` (``'auto'``: 0.001 here, against the
 earlier 0.01) and noisy EK-FAC's ``kl_weight`` (``'auto'``: 0.01 here, against the earlier
-0.03; 0.1 before that).
+0.03; 0.1 before that); with ``--methods kfac_es,ekfac_es,...`` (any classifier's method
+name and ``_es``) a classifier's ``early_stopping`` default against the earlier False.
 
 Run:  .venv/bin/python benchmarks/bench_wide_tabular.py                  (about 8 minutes)
       .venv/bin/python benchmarks/bench_wide_tabular.py --methods mcdropout --hidden 128,128
+      .venv/bin/python benchmarks/bench_wide_tabular.py --methods kfac_es,ekfac_es,bbb_es,vadam_es
 """
 
 import argparse
@@ -35,6 +37,13 @@ COMPARED = {
     "mcdropout": (skbayes.MCDropoutClassifier, "learning_rate", 0.01),
     "ekfac": (skbayes.NoisyEKFACClassifier, "kl_weight", 0.03),
 }
+#: ``--methods NAME_es``: the estimator's ``early_stopping`` default against the earlier False
+COMPARED.update(
+    {
+        f"{e.method}_es": (e.estimator, "early_stopping", False)
+        for e in skbayes.all_estimators(task="classifier", network=True)
+    }
+)
 
 
 def run(cls, params, hidden, splits):

@@ -92,6 +92,11 @@ ADAM_AUTO_LEARNING_RATE = (0.01, 0.001)
 #: pairs against 0.1), 0.1 from there on (the image group: 0.1 better on all 6 pairs).
 MC_DROPOUT_AUTO_RATE = (0.02, 0.1)
 
+#: ``early_stopping='auto'`` of the classifiers that have it, by network size: off below ``LARGE_NETWORK_WEIGHTS`` weights, on from there (the image
+#: group at the estimators' own budget: better than training to convergence on 4-6 of 6 pairs
+#: for VOGN, Vadam, BBB, MC dropout, noisy K-FAC and noisy EK-FAC; SLANG keeps False).
+EARLY_STOPPING_BY_SIZE = (False, True)
+
 #: ``predict_samples='auto'`` (the classifiers' and ``MCDropoutRegressor``'s default):
 #: ``AUTO_PREDICT_WORK // D`` weight samples on a network of ``D`` weights, clipped to
 #: ``AUTO_PREDICT_SAMPLES``: 1000 up to 4,000 weights, 100 from 40,000 on, so that a prediction

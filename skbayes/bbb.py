@@ -1,9 +1,10 @@
 """Bayes by Backprop estimators (Blundell et al., 2015): mean-field Gaussian VI with
 reparameterised gradients and Adam, with the local reparameterisation trick."""
 
-from ._docs import CLASSIFIER_FACE, REGRESSOR_FACE, estimator_doc
+from ._docs import CLASSIFIER_FACE, CLASSIFIER_PARAMS, EARLY_STOPPING_AUTO, REGRESSOR_FACE, estimator_doc
 from ._estimator import (
     ADAM_AUTO_LEARNING_RATE,
+    EARLY_STOPPING_BY_SIZE,
     BayesianNetworkClassifier,
     BayesianNetworkRegressor,
     store_init_params,
@@ -72,7 +73,9 @@ class BBBClassifier(BayesianNetworkClassifier):
         "kl_weight": (1.0, 1.0),
         "predictive": ("sampled", "glm"),
         "learning_rate": ADAM_AUTO_LEARNING_RATE,
+        "early_stopping": EARLY_STOPPING_BY_SIZE,
     }
+    _param_docs = {**CLASSIFIER_PARAMS, "early_stopping": EARLY_STOPPING_AUTO}
 
     def __init__(
         self,
@@ -92,7 +95,7 @@ class BBBClassifier(BayesianNetworkClassifier):
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
-        early_stopping=False,
+        early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=1e-4,

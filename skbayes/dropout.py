@@ -1,9 +1,10 @@
 """MC dropout estimators (Gal and Ghahramani, 2016): a network trained with dropout and
 weight decay, with dropout kept on at prediction."""
 
-from ._docs import CLASSIFIER_FACE, REGRESSOR_FACE, estimator_doc
+from ._docs import CLASSIFIER_FACE, CLASSIFIER_PARAMS, EARLY_STOPPING_AUTO, REGRESSOR_FACE, estimator_doc
 from ._estimator import (
     ADAM_AUTO_LEARNING_RATE,
+    EARLY_STOPPING_BY_SIZE,
     MC_DROPOUT_AUTO_RATE,
     BayesianNetworkClassifier,
     BayesianNetworkRegressor,
@@ -65,7 +66,12 @@ class MCDropoutRegressor(BayesianNetworkRegressor):
 class MCDropoutClassifier(BayesianNetworkClassifier):
     _family = DropoutFamily
     #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"learning_rate": ADAM_AUTO_LEARNING_RATE, "dropout": MC_DROPOUT_AUTO_RATE}
+    _auto_by_size = {
+        "learning_rate": ADAM_AUTO_LEARNING_RATE,
+        "dropout": MC_DROPOUT_AUTO_RATE,
+        "early_stopping": EARLY_STOPPING_BY_SIZE,
+    }
+    _param_docs = {**CLASSIFIER_PARAMS, "early_stopping": EARLY_STOPPING_AUTO}
 
     def __init__(
         self,
@@ -85,7 +91,7 @@ class MCDropoutClassifier(BayesianNetworkClassifier):
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
-        early_stopping=False,
+        early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=1e-4,

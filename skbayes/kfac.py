@@ -1,7 +1,12 @@
 """Noisy K-FAC and noisy EK-FAC estimators (Zhang et al. 2018; Bae, Zhang and Grosse 2018)."""
 
-from ._docs import CLASSIFIER_FACE, CLASSIFIER_PARAMS, REGRESSOR_FACE, Entry, estimator_doc
-from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
+from ._docs import CLASSIFIER_FACE, CLASSIFIER_PARAMS, EARLY_STOPPING_AUTO, REGRESSOR_FACE, Entry, estimator_doc
+from ._estimator import (
+    EARLY_STOPPING_BY_SIZE,
+    BayesianNetworkClassifier,
+    BayesianNetworkRegressor,
+    store_init_params,
+)
 from ._families import EKFACFamily, KFACFamily
 
 _KFAC_BODY = """
@@ -117,8 +122,14 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
         "predictive": ("sampled", "sampled"),
         "damping": (1e-3, 0.003),
         "fisher": ("empirical", "true"),
+        "early_stopping": EARLY_STOPPING_BY_SIZE,
     }
-    _param_docs = {**CLASSIFIER_PARAMS, "damping": _CLASSIFIER_DAMPING, "fisher": _CLASSIFIER_FISHER}
+    _param_docs = {
+        **CLASSIFIER_PARAMS,
+        "damping": _CLASSIFIER_DAMPING,
+        "fisher": _CLASSIFIER_FISHER,
+        "early_stopping": EARLY_STOPPING_AUTO,
+    }
 
     def __init__(
         self,
@@ -145,7 +156,7 @@ class NoisyKFACClassifier(BayesianNetworkClassifier):
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
-        early_stopping=False,
+        early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=1e-4,
@@ -255,9 +266,17 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
     #: 'auto' by network size (small, large): chosen by the defaults protocol (small networks: the
     #: untempered posterior with the sampled predictive since the small classification group took
     #: in sets whose classes overlap).
-    _auto_by_size = {"kl_weight": (1.0, 0.01), "predictive": ("sampled", "glm")}
+    _auto_by_size = {
+        "kl_weight": (1.0, 0.01),
+        "predictive": ("sampled", "glm"),
+        "early_stopping": EARLY_STOPPING_BY_SIZE,
+    }
     _prior_for_none = _EKFAC_CLASSIFIER_PRIOR_FOR_NONE
-    _param_docs = {**CLASSIFIER_PARAMS, "prior_precision": _EKFAC_CLASSIFIER_PRIOR}
+    _param_docs = {
+        **CLASSIFIER_PARAMS,
+        "prior_precision": _EKFAC_CLASSIFIER_PRIOR,
+        "early_stopping": EARLY_STOPPING_AUTO,
+    }
 
     def __init__(
         self,
@@ -287,7 +306,7 @@ class NoisyEKFACClassifier(BayesianNetworkClassifier):
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
-        early_stopping=False,
+        early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=1e-4,

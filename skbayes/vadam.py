@@ -4,8 +4,13 @@ Khan, Nielsen, Tangkaratt, Lin, Gal and Srivastava, "Fast and Scalable Bayesian
 Deep Learning by Weight-Perturbation in Adam", ICML 2018.
 """
 
-from ._docs import PARAMS, REGRESSOR_FACE, Entry, estimator_doc
-from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
+from ._docs import EARLY_STOPPING_AUTO, PARAMS, REGRESSOR_FACE, Entry, estimator_doc
+from ._estimator import (
+    EARLY_STOPPING_BY_SIZE,
+    BayesianNetworkClassifier,
+    BayesianNetworkRegressor,
+    store_init_params,
+)
 from ._families import VadamFamily
 
 _BODY = """
@@ -146,12 +151,14 @@ class VadamClassifier(BayesianNetworkClassifier):
         "predictive": _CLASSIFIER_PREDICTIVE,
         "learning_rate": _AUTO_LEARNING_RATE,
         "decay_epochs": _CLASSIFIER_DECAY_EPOCHS,
+        "early_stopping": EARLY_STOPPING_BY_SIZE,
     }
     _prior_for_none = _CLASSIFIER_PRIOR
     _param_docs = {
         **BayesianNetworkClassifier._param_docs,
         "decay_epochs": _DECAY_DOC,
         "prior_precision": _CLASSIFIER_PRIOR_DOC,
+        "early_stopping": EARLY_STOPPING_AUTO,
     }
 
     def __init__(
@@ -174,7 +181,7 @@ class VadamClassifier(BayesianNetworkClassifier):
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
-        early_stopping=False,
+        early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=None,

@@ -388,3 +388,51 @@ def test_more_prediction_samples_lower_the_log_loss_under_shift():
     # Monte Carlo draws): its 1000-sample log-loss is at the 1000-sample level, not the 100-sample one
     ours = log_loss(yte, est.predict_proba(Xs), labels=est.classes_)
     assert abs(ours - many.mean()) < 0.25 * (few.mean() - many.mean()), (ours, few, many)
+
+
+ES_AUTO = [e.estimator for e in all_estimators(network=True) if "early_stopping" in e.estimator._auto_by_size]
+
+
+def test_early_stopping_auto_where_the_protocol_chose_it():
+    """``early_stopping='auto'`` (the image group at the estimators' own budget): off on small
+    networks, on for large ones trained to convergence, on the classifiers whose long fits
+    overfit an image subset; the regressors and SLANG's classifier keep False."""
+    assert {E.__name__ for E in ES_AUTO} == {
+        "VOGNClassifier",
+        "VadamClassifier",
+        "BBBClassifier",
+        "MCDropoutClassifier",
+        "NoisyKFACClassifier",
+        "NoisyEKFACClassifier",
+    }
+    for Est in ES_AUTO:
+        assert Est._auto_by_size["early_stopping"] == (False, True), Est.__name__
+        assert Est().get_params()["early_stopping"] == "auto"
+        assert "'auto' is the value the defaults protocol chose" in Est.__doc__
+    for e in all_estimators(network=True):
+        if e.estimator not in ES_AUTO:
+            assert e.estimator().get_params()["early_stopping"] is False, e.estimator.__name__
+            with pytest.raises(ValueError, match="early_stopping"):
+                e.estimator(early_stopping="auto").fit(*_data())
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("Est", ES_AUTO, ids=lambda e: e.__name__)
+@pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
+def test_early_stopping_auto_equals_the_value_it_stands_for(Est, hidden):
+    """'auto' fits bit for bit as the value it stands for (the fits cut short by
+    ``n_iter_no_change`` and ``tol``), and the other value fits otherwise."""
+    X, y = _data(n=80)
+    large = _n_weights(X.shape[1], hidden, 3) >= LARGE_NETWORK_WEIGHTS
+    common = dict(hidden_layer_sizes=hidden, n_iter_no_change=1, tol=1e6, predict_samples=8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", PoorFitWarning)
+        auto = Est(**common).fit(X, y)
+        explicit = Est(**common, early_stopping=large).fit(X, y)
+        other = Est(**common, early_stopping=not large).fit(X, y)
+    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
+    assert not np.array_equal(auto.predict_proba(X), other.predict_proba(X))
+    assert hasattr(auto, "validation_scores_") == large
+    # a refit at a value that does not stop early drops the last fit's validation scores
+    explicit.set_params(early_stopping=False).fit(X, y)
+    assert not hasattr(explicit, "validation_scores_")
