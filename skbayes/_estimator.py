@@ -92,9 +92,11 @@ ADAM_AUTO_LEARNING_RATE = (0.01, 0.001)
 #: pairs against 0.1), 0.1 from there on (the image group: 0.1 better on all 6 pairs).
 MC_DROPOUT_AUTO_RATE = (0.02, 0.1)
 
-#: ``early_stopping='auto'`` of the classifiers that have it, by network size: off below ``LARGE_NETWORK_WEIGHTS`` weights, on from there (the image
-#: group at the estimators' own budget: better than training to convergence on 4-6 of 6 pairs
-#: for VOGN, Vadam, BBB, MC dropout, noisy K-FAC and noisy EK-FAC; SLANG keeps False).
+#: ``early_stopping='auto'`` of the classifiers that have it, by network size (where ``max_iter``
+#: exceeds ``n_iter_no_change``, so that it can stop a fit): off below ``LARGE_NETWORK_WEIGHTS``
+#: weights, on from there (the image group at the estimators' own budget: better than training
+#: to convergence on 4-6 of 6 pairs for VOGN, Vadam, BBB, MC dropout, noisy K-FAC and noisy
+#: EK-FAC; SLANG keeps False).
 EARLY_STOPPING_BY_SIZE = (False, True)
 
 #: ``predict_samples='auto'`` (the classifiers' and ``MCDropoutRegressor``'s default):
@@ -461,9 +463,13 @@ class BayesianNetwork(BaseEstimator):
 
     def _stops_early(self, n_weights: int | None = None) -> bool:
         """Whether a fit holds out rows and stops early (``early_stopping``; ``'auto'``: the
-        protocol's value for a network of ``n_weights`` weights, None: the fitted one's)."""
+        protocol's value for a network of ``n_weights`` weights, None: the fitted one's, where
+        the fit can run more than ``n_iter_no_change`` epochs; a shorter fixed ``max_iter``,
+        which early stopping could not cut short, trains on every row)."""
         value = self.early_stopping
         if isinstance(value, str):  # 'auto'
+            if self.max_iter != "auto" and int(self.max_iter) <= int(self.n_iter_no_change):
+                return False
             if n_weights is None:
                 n_weights = int(self.posterior_.n_params) if hasattr(self, "posterior_") else 0
             return bool(self._resolve_auto("early_stopping", n_weights))

@@ -421,7 +421,9 @@ def test_early_stopping_auto_where_the_protocol_chose_it():
 @pytest.mark.parametrize("hidden", [(20,), (700,)], ids=["small", "large"])
 def test_early_stopping_auto_equals_the_value_it_stands_for(Est, hidden):
     """'auto' fits bit for bit as the value it stands for (the fits cut short by
-    ``n_iter_no_change`` and ``tol``), and the other value fits otherwise."""
+    ``n_iter_no_change`` and ``tol``), and the other value fits otherwise; a fixed
+    ``max_iter`` of at most ``n_iter_no_change`` epochs, which early stopping could not cut
+    short, trains on every row."""
     X, y = _data(n=80)
     large = _n_weights(X.shape[1], hidden, 3) >= LARGE_NETWORK_WEIGHTS
     common = dict(hidden_layer_sizes=hidden, n_iter_no_change=1, tol=1e6, predict_samples=8, random_state=0)
@@ -430,9 +432,15 @@ def test_early_stopping_auto_equals_the_value_it_stands_for(Est, hidden):
         auto = Est(**common).fit(X, y)
         explicit = Est(**common, early_stopping=large).fit(X, y)
         other = Est(**common, early_stopping=not large).fit(X, y)
+        short = Est(**{**common, "max_iter": 1}).fit(X, y)
+        short_off = Est(**{**common, "max_iter": 1}, early_stopping=False).fit(X, y)
+        longer = Est(**{**common, "max_iter": 2}).fit(X, y)
     np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
     assert not np.array_equal(auto.predict_proba(X), other.predict_proba(X))
     assert hasattr(auto, "validation_scores_") == large
+    np.testing.assert_array_equal(short.predict_proba(X), short_off.predict_proba(X))
+    assert not hasattr(short, "validation_scores_")
+    assert hasattr(longer, "validation_scores_") == large
     # a refit at a value that does not stop early drops the last fit's validation scores
     explicit.set_params(early_stopping=False).fit(X, y)
     assert not hasattr(explicit, "validation_scores_")
