@@ -97,15 +97,24 @@ def test_protocol_values_differ_by_size_where_documented():
     assert VadamClassifier._auto_by_size["kl_weight"] == (1.0, 1.0)
     assert VadamClassifier._auto_by_size["predictive"] == ("sampled", "glm")
     assert VadamClassifier._prior_for_none == ({"vadam": 1.0, "vprop": 1.0}, {"vadam": 3.0, "vprop": 1.0})
-    assert NoisyEKFACClassifier._auto_by_size == {"kl_weight": (1.0, 0.01), "predictive": ("sampled", "glm")}
+    assert NoisyEKFACClassifier._auto_by_size == {
+        "kl_weight": (1.0, 0.01),
+        "predictive": ("sampled", "glm"),
+        "early_stopping": (False, True),
+    }
     assert NoisyEKFACClassifier._prior_for_none == (1.0, 3.0)
     assert SLANGClassifier._auto_by_size == {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "glm")}
-    assert VOGNClassifier._auto_by_size == {"kl_weight": (1.0, 0.3), "predictive": ("sampled", "sampled")}
+    assert VOGNClassifier._auto_by_size == {
+        "kl_weight": (1.0, 0.3),
+        "predictive": ("sampled", "sampled"),
+        "early_stopping": (False, True),
+    }
     assert NoisyKFACClassifier._auto_by_size == {
         "kl_weight": (1.0, 1.0),
         "predictive": ("sampled", "sampled"),
         "damping": (1e-3, 0.003),
         "fisher": ("empirical", "true"),
+        "early_stopping": (False, True),
     }
     assert BBBClassifier._auto_by_size["kl_weight"] == (1.0, 1.0)
     assert BBBClassifier._auto_by_size["predictive"] == ("sampled", "glm")
