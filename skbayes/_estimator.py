@@ -95,8 +95,8 @@ MC_DROPOUT_AUTO_RATE = (0.02, 0.1)
 #: ``early_stopping='auto'`` of the classifiers that have it, by network size (where ``max_iter``
 #: exceeds ``n_iter_no_change``, so that it can stop a fit): off below ``LARGE_NETWORK_WEIGHTS``
 #: weights, on from there (the image group at the estimators' own budget: better than training
-#: to convergence on 4-6 of 6 pairs for VOGN, Vadam, BBB, MC dropout, noisy K-FAC and noisy
-#: EK-FAC; SLANG keeps False).
+#: to convergence on 4-6 of 6 pairs for Vadam, BBB, MC dropout, noisy K-FAC and noisy EK-FAC;
+#: SLANG and VOGN keep False).
 EARLY_STOPPING_BY_SIZE = (False, True)
 
 #: ``predict_samples='auto'`` (the classifiers' and ``MCDropoutRegressor``'s default):

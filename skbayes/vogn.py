@@ -7,13 +7,8 @@ with ``rank`` a fixed class attribute instead of a parameter, so the two can nev
 drift apart: ``VOGNRegressor(**kw)`` trains exactly as ``SLANGRegressor(rank=0, **kw)``.
 """
 
-from ._docs import CLASSIFIER_PARAMS, EARLY_STOPPING_AUTO, REGRESSOR_FACE, estimator_doc
-from ._estimator import (
-    EARLY_STOPPING_BY_SIZE,
-    BayesianNetworkClassifier,
-    BayesianNetworkRegressor,
-    store_init_params,
-)
+from ._docs import REGRESSOR_FACE, estimator_doc
+from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
 from ._families import SLANGFamily
 
 #: ``VOGNClassifier``'s ``decay_epochs``: both step sizes halve after 30 epochs, chosen with its
@@ -96,12 +91,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
     #: took in sets whose classes overlap, with the step decay; large networks: the tempered
     #: posterior with the sampled predictive, on images scaled as a whole;
     #: docs/defaults_protocol.md).
-    _auto_by_size = {
-        "kl_weight": (1.0, 0.3),
-        "predictive": ("sampled", "sampled"),
-        "early_stopping": EARLY_STOPPING_BY_SIZE,
-    }
-    _param_docs = {**CLASSIFIER_PARAMS, "early_stopping": EARLY_STOPPING_AUTO}
+    _auto_by_size = {"kl_weight": (1.0, 0.3), "predictive": ("sampled", "sampled")}
 
     def __init__(
         self,
@@ -125,7 +115,7 @@ class VOGNClassifier(BayesianNetworkClassifier):
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
-        early_stopping="auto",
+        early_stopping=False,
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=1e-4,

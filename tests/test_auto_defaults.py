@@ -104,11 +104,7 @@ def test_protocol_values_differ_by_size_where_documented():
     }
     assert NoisyEKFACClassifier._prior_for_none == (1.0, 3.0)
     assert SLANGClassifier._auto_by_size == {"kl_weight": (1.0, 1.0), "predictive": ("sampled", "glm")}
-    assert VOGNClassifier._auto_by_size == {
-        "kl_weight": (1.0, 0.3),
-        "predictive": ("sampled", "sampled"),
-        "early_stopping": (False, True),
-    }
+    assert VOGNClassifier._auto_by_size == {"kl_weight": (1.0, 0.3), "predictive": ("sampled", "sampled")}
     assert NoisyKFACClassifier._auto_by_size == {
         "kl_weight": (1.0, 1.0),
         "predictive": ("sampled", "sampled"),
@@ -405,9 +401,8 @@ ES_AUTO = [e.estimator for e in all_estimators(network=True) if "early_stopping"
 def test_early_stopping_auto_where_the_protocol_chose_it():
     """``early_stopping='auto'`` (the image group at the estimators' own budget): off on small
     networks, on for large ones trained to convergence, on the classifiers whose long fits
-    overfit an image subset; the regressors and SLANG's classifier keep False."""
+    overfit an image subset; the regressors and SLANG's and VOGN's classifiers keep False."""
     assert {E.__name__ for E in ES_AUTO} == {
-        "VOGNClassifier",
         "VadamClassifier",
         "BBBClassifier",
         "MCDropoutClassifier",
