@@ -64,6 +64,7 @@ TABLE = {
     "max_iter": [3],
     "tol": [1e-4, None],
     "dropout": [0.05, "auto"],
+    "early_stopping": [True, False, "auto"],
 }
 #: ``warm_start`` is the switch under test itself.
 SWITCH = "warm_start"

@@ -211,12 +211,14 @@ def test_vadam_shares_slangs_defaults(Est):
     large networks), ``kl_weight`` and ``decay_epochs``: 'auto', by method (the protocol chose 1
     and constant steps for Vadam's regressor, 0.3 and a decay for Vprop;
     test_vadam_auto_temperature_and_decay_by_method), and the classifier's ``prior_precision``
-    (None: 3 for Vadam, 1 for Vprop; test_auto_defaults.py)."""
+    (None: 3 for Vadam, 1 for Vprop; test_auto_defaults.py) and ``early_stopping`` ('auto': on
+    large networks, where SLANG's classifier keeps False)."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
     own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "tol", "predictive", "kl_weight", "decay_epochs"}
     if Est is VadamClassifier:
-        own.add("prior_precision")
+        own |= {"prior_precision", "early_stopping"}
         assert Est().get_params()["prior_precision"] is None
+        assert Est().get_params()["early_stopping"] == "auto"
     assert Est().get_params()["decay_epochs"] == "auto"
     assert Est().get_params()["predictive"] == ("auto" if Est is VadamClassifier else "sampled")
     assert Est().get_params()["kl_weight"] == "auto"
