@@ -420,18 +420,19 @@ CLASSIFIER_PARAMS: dict[str, Entry] = {
 }
 
 #: ``early_stopping`` of the classifiers whose default is 'auto' (by network size).
-EARLY_STOPPING_AUTO = E(
+EARLY_STOPPING_AUTO = Entry(
     "bool or 'auto'",
-    """
-    Hold out ``validation_fraction`` of the training data and stop when its
-    posterior-predictive log-likelihood (16 weight samples) has not improved
-    by ``tol`` for ``n_iter_no_change`` epochs; the best posterior is kept.
+    PARAMS["early_stopping"].text
+    + "\n"
+    + textwrap.dedent(
+        """
     'auto' is the value the defaults protocol chose: {auto_early_stopping} It applies
     where ``max_iter`` is 'auto' or more than ``n_iter_no_change`` (a shorter budget
     cannot be cut short, and trains on every row). Trained to convergence, a large
     network overfits data of a few thousand rows (an image subset: log-loss 0.61-0.86
     without early stopping, 0.50-0.51 with it, fits 1.3-7 times faster;
-    docs/defaults_protocol.md).""",
+    docs/defaults_protocol.md)."""
+    ).strip("\n"),
 )
 
 #: Attributes of the classification face.
