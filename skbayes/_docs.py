@@ -214,8 +214,10 @@ PARAMS: dict[str, Entry] = {
         "bool",
         """
         Hold out ``validation_fraction`` of the training data and stop when its
-        posterior-predictive log-likelihood (16 weight samples) has not improved
-        by ``tol`` for ``n_iter_no_change`` epochs; the best posterior is kept.""",
+        log-likelihood under the predictive that predictions take (the linearised
+        one where ``predictive`` is or stands for 'glm', else the average over 16
+        weight samples) has not improved by ``tol`` for ``n_iter_no_change``
+        epochs; the best posterior is kept.""",
     ),
     "validation_fraction": E(
         "float",

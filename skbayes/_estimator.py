@@ -1363,11 +1363,13 @@ class BayesianNetwork(BaseEstimator):
         validate_params(type(self).__name__, {name: value}, {name: self._constraints()[name]})
         return value
 
-    def _uses_glm(self) -> bool:
-        """True when predictions take the linearised (GLM) predictive (``predictive='glm'``)."""
+    def _uses_glm(self, posterior: PosteriorTensors | None = None) -> bool:
+        """True when predictions from ``posterior`` (default ``posterior_``) take the linearised
+        (GLM) predictive (``predictive='glm'``, or what ``'auto'`` stands for at its size)."""
         value = self._prediction_param("predictive", "sampled")  # estimators without it sample
         if value == "auto":
-            value = self._resolve_auto("predictive", int(self.posterior_.n_params))
+            posterior = self.posterior_ if posterior is None else posterior
+            value = self._resolve_auto("predictive", int(posterior.n_params))
         return bool(value == "glm")
 
     def _glm_moments_t(self, Xt: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -1673,7 +1675,17 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
         wv: np.ndarray | None = None,
         posterior: PosteriorTensors | None = None,
     ) -> float:
-        """Mean (weighted by ``wv``) log predictive density of held-out rows under ``posterior``."""
+        """Mean (weighted by ``wv``) log predictive density of held-out rows under ``posterior``,
+        by the predictive that predictions take (early stopping keeps the epoch best by it):
+        the linearised network's Gaussian where ``predictive`` is (or stands for) 'glm', else
+        the mixture over up to 16 weight samples."""
+        if self._uses_glm(posterior):
+            mean, cov = linearized_moments(cast("CovarianceTensors", posterior), self._forward, Xv)
+            noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=cov.dtype, device=cov.device)
+            var = torch.diagonal(cov, dim1=-2, dim2=-1).clamp_min(0.0) + noise
+            y = self._tensor(yv).reshape(mean.shape)
+            lp = (-0.5 * (y - mean) ** 2 / var - 0.5 * torch.log(2 * math.pi * var)).sum(-1)
+            return float(lp.mean()) if wv is None else _weighted_mean(lp, wv)
         if self._is_multi():  # the joint density of a row's targets
             f = self._outputs(Xv, n_samples=min(self._n_predict_samples(), 16), posterior=posterior)
             y = self._tensor(yv)
@@ -2167,9 +2179,23 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         wv: np.ndarray | None = None,
         posterior: PosteriorTensors | None = None,
     ) -> float:
-        """Mean (weighted by ``wv``) log predictive probability of held-out labels under ``posterior``."""
-        f = self._outputs(Xv, n_samples=min(self._n_predict_samples(), 16), posterior=posterior)
-        p = self._probs(f).mean(0)
+        """Mean (weighted by ``wv``) log predictive probability of held-out labels under ``posterior``,
+        by the predictive that :meth:`predict_proba` takes (early stopping keeps the epoch best
+        by it): the linearised network's with the ``glm_link`` where ``predictive`` is (or
+        stands for) 'glm', else the average over up to 16 weight samples (draws of the
+        linearised logits for the 'mc' link)."""
+        S = min(self._n_predict_samples(), 16)
+        if self._uses_glm(posterior):
+            mean, cov = linearized_moments(cast("CovarianceTensors", posterior), self._forward, Xv)
+            glm_link = self._glm_link()
+            if glm_link != "mc" or len(self.classes_) == 2:
+                link = pairwise_probit_proba if glm_link == "pairwise" else probit_proba
+                p = link(mean.double(), cov.double())
+            else:
+                gen = torch.Generator(device=self._device).manual_seed(int(self._predict_seed))
+                p = self._probs(gaussian_draws(mean, cov, S, gen)).mean(0)
+        else:
+            p = self._probs(self._outputs(Xv, n_samples=S, posterior=posterior)).mean(0)
         idx = torch.as_tensor(np.asarray(yv, dtype=np.int64), device=p.device)
         lp = torch.log(p.gather(1, idx[:, None]).clamp_min(1e-300))
         return float(lp.mean()) if wv is None else _weighted_mean(lp[:, 0], wv)

@@ -115,3 +115,39 @@ def test_sample_y_checks_its_number_of_draws(n_samples):
     with pytest.raises(ValueError, match="n_samples must be an int >= 1"):
         reg.sample_y(X[:2], n_samples=n_samples)
     assert reg.sample_y(X[:2], n_samples=3).shape == (2, 3)
+
+
+def _predictive_estimators():
+    import skbayes
+
+    return [e.estimator for e in skbayes.all_estimators(network=True) if "predictive" in e.estimator().get_params()]
+
+
+@pytest.mark.parametrize("est_cls", _predictive_estimators(), ids=lambda c: c.__name__)
+def test_early_stopping_scores_the_linearised_predictive_that_predictions_take(est_cls):
+    """With ``predictive='glm'`` the held-out score early stopping keeps the best epoch by is
+    the log-likelihood of the held-out rows under the linearised predictive that
+    ``predict_proba`` / ``predict(return_std=True)`` take, not under weight samples."""
+    from sklearn.base import is_classifier
+
+    rng = np.random.RandomState(0)
+    X = rng.randn(240, 4)
+    f = X[:, 0] - 0.5 * X[:, 1] * X[:, 2]
+    clf = is_classifier(est_cls())
+    y = (f > 0).astype(int) + (f > 1).astype(int) if clf else 3.0 * f + 0.5 * rng.randn(240) + 7.0
+    links = ("pairwise", "probit", "mc") if clf else (None,)
+    for link in links:
+        params = dict(hidden_layer_sizes=(8,), predictive="glm", early_stopping=True, max_iter=6, random_state=0)
+        if link is not None:
+            params.update(glm_link=link, predict_samples=16)  # 'mc': the score's 16 draws of the logits
+        est = est_cls(n_iter_no_change=3, **params).fit(X, y)
+        if clf:
+            _, _, Xv, yv = est._validation_split(X, np.searchsorted(est.classes_, y))
+            p = est.predict_proba(Xv)
+            expected = float(np.mean(np.log(p[np.arange(len(yv)), yv])))
+        else:
+            _, _, Xv, yv = est._validation_split(X, est._encode_targets(y))
+            # the fit scores standardised targets: the density in the units of y, times y's scale
+            expected = est.log_likelihood(Xv, est._y_mean + est._y_std * yv) + math.log(est._y_std)
+        assert est.best_validation_score_ == pytest.approx(max(est.validation_scores_))
+        assert est.best_validation_score_ == pytest.approx(expected, rel=1e-6, abs=1e-9), link
