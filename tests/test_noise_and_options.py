@@ -151,3 +151,9 @@ def test_early_stopping_scores_the_linearised_predictive_that_predictions_take(e
             expected = est.log_likelihood(Xv, est._y_mean + est._y_std * yv) + math.log(est._y_std)
         assert est.best_validation_score_ == pytest.approx(max(est.validation_scores_))
         assert est.best_validation_score_ == pytest.approx(expected, rel=1e-6, abs=1e-9), link
+    if not clf:  # two targets: the joint density of a row's targets (a sum over them)
+        Y = np.c_[y, X[:, 3] * 10.0 + rng.randn(240)]
+        est = est_cls(n_iter_no_change=3, **params).fit(X, Y)
+        _, _, Xv, yv = est._validation_split(X, est._encode_targets(Y))
+        expected = est.log_likelihood(Xv, est._y_mean + est._y_std * yv) + float(np.sum(np.log(est._y_std)))
+        assert est.best_validation_score_ == pytest.approx(expected, rel=1e-6, abs=1e-9)
