@@ -437,6 +437,22 @@ EARLY_STOPPING_AUTO = Entry(
     ).strip("\n"),
 )
 
+#: ``early_stopping`` of the regressors whose default is 'auto' (by network size).
+EARLY_STOPPING_AUTO_REGRESSOR = Entry(
+    "bool or 'auto'",
+    PARAMS["early_stopping"].text
+    + "\n"
+    + textwrap.dedent(
+        """
+    'auto' is the value the defaults protocol chose: {auto_early_stopping} It applies
+    where ``max_iter`` is 'auto' or more than ``n_iter_no_change`` (a shorter budget
+    cannot be cut short, and trains on every row). By the training objective's
+    convergence test a wide network fits regression sets of a few thousand rows worse
+    (256-256 networks on four sets of 1,000-5,000 rows: a higher test log-likelihood
+    with early stopping on all four; docs/defaults_protocol.md)."""
+    ).strip("\n"),
+)
+
 #: Attributes of the classification face.
 CLASSIFIER_ATTRS: dict[str, Entry] = {
     "classes_": E(

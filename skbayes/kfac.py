@@ -1,6 +1,14 @@
 """Noisy K-FAC and noisy EK-FAC estimators (Zhang et al. 2018; Bae, Zhang and Grosse 2018)."""
 
-from ._docs import CLASSIFIER_FACE, CLASSIFIER_PARAMS, EARLY_STOPPING_AUTO, REGRESSOR_FACE, Entry, estimator_doc
+from ._docs import (
+    CLASSIFIER_FACE,
+    CLASSIFIER_PARAMS,
+    EARLY_STOPPING_AUTO,
+    EARLY_STOPPING_AUTO_REGRESSOR,
+    REGRESSOR_FACE,
+    Entry,
+    estimator_doc,
+)
 from ._estimator import (
     EARLY_STOPPING_BY_SIZE,
     BayesianNetworkClassifier,
@@ -67,6 +75,14 @@ _CLASSIFIER_FISHER = _classifier_auto_entry(
 class NoisyKFACRegressor(BayesianNetworkRegressor):
     _family = KFACFamily
     _auto_batch_size = AUTO_BATCH_SIZE
+    #: 'auto' by network size (small, large): early stopping from the wide regression networks
+    #: of docs/defaults_protocol.md ("Early stopping on wide regression networks").
+    _auto_by_size = {
+        "kl_weight": (1.0, 1.0),
+        "predictive": ("sampled", "sampled"),
+        "early_stopping": EARLY_STOPPING_BY_SIZE,
+    }
+    _param_docs = {"early_stopping": EARLY_STOPPING_AUTO_REGRESSOR}
 
     def __init__(
         self,
@@ -95,7 +111,7 @@ class NoisyKFACRegressor(BayesianNetworkRegressor):
         iblm_batch_size=128,
         kl_annealing=None,
         warm_start=False,
-        early_stopping=False,
+        early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=REGRESSOR_N_ITER_NO_CHANGE,
         tol=1e-4,

@@ -1,8 +1,13 @@
 """SLANG estimators: low-rank-plus-diagonal natural-gradient variational inference
 (Mishkin et al., NeurIPS 2018)."""
 
-from ._docs import REGRESSOR_FACE, estimator_doc
-from ._estimator import BayesianNetworkClassifier, BayesianNetworkRegressor, store_init_params
+from ._docs import EARLY_STOPPING_AUTO_REGRESSOR, REGRESSOR_FACE, estimator_doc
+from ._estimator import (
+    EARLY_STOPPING_BY_SIZE,
+    BayesianNetworkClassifier,
+    BayesianNetworkRegressor,
+    store_init_params,
+)
 from ._families import SLANGFamily
 
 _BODY = """
@@ -22,8 +27,15 @@ CLASSIFIER_DECAY_EPOCHS = 30
 
 class SLANGRegressor(BayesianNetworkRegressor):
     _family = SLANGFamily
-    #: 'auto' by network size (small, large): chosen by the defaults protocol.
-    _auto_by_size = {"kl_weight": (0.3, 0.3), "predictive": ("sampled", "sampled")}
+    #: 'auto' by network size (small, large): chosen by the defaults protocol (early stopping:
+    #: the wide regression networks of docs/defaults_protocol.md, "Early stopping on wide
+    #: regression networks").
+    _auto_by_size = {
+        "kl_weight": (0.3, 0.3),
+        "predictive": ("sampled", "sampled"),
+        "early_stopping": EARLY_STOPPING_BY_SIZE,
+    }
+    _param_docs = {"early_stopping": EARLY_STOPPING_AUTO_REGRESSOR}
 
     def __init__(
         self,
@@ -50,7 +62,7 @@ class SLANGRegressor(BayesianNetworkRegressor):
         noise_precision="auto",
         noise_prior=(1e-3, 1e-3),
         warm_start=False,
-        early_stopping=False,
+        early_stopping="auto",
         validation_fraction=0.1,
         n_iter_no_change=20,
         tol=1e-4,

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.base import is_classifier
 from sklearn.exceptions import ConvergenceWarning
 
 from skbayes import (
@@ -401,13 +402,16 @@ ES_AUTO = [e.estimator for e in all_estimators(network=True) if "early_stopping"
 def test_early_stopping_auto_where_the_protocol_chose_it():
     """``early_stopping='auto'`` (the image group at the estimators' own budget): off on small
     networks, on for large ones trained to convergence, on the classifiers whose long fits
-    overfit an image subset; the regressors and SLANG's and VOGN's classifiers keep False."""
+    overfit an image subset, and on SLANG's and noisy K-FAC's regressors (wide regression
+    networks); the other regressors and SLANG's and VOGN's classifiers keep False."""
     assert {E.__name__ for E in ES_AUTO} == {
         "VadamClassifier",
         "BBBClassifier",
         "MCDropoutClassifier",
         "NoisyKFACClassifier",
         "NoisyEKFACClassifier",
+        "SLANGRegressor",
+        "NoisyKFACRegressor",
     }
     for Est in ES_AUTO:
         assert Est._auto_by_size["early_stopping"] == (False, True), Est.__name__
@@ -429,7 +433,8 @@ def test_early_stopping_auto_equals_the_value_it_stands_for(Est, hidden):
     ``max_iter`` of at most ``n_iter_no_change`` epochs, which early stopping could not cut
     short, trains on every row."""
     X, y = _data(n=80)
-    large = _n_weights(X.shape[1], hidden, 3) >= LARGE_NETWORK_WEIGHTS
+    clf = is_classifier(Est())
+    large = _n_weights(X.shape[1], hidden, 3 if clf else 1) >= LARGE_NETWORK_WEIGHTS
     common = dict(hidden_layer_sizes=hidden, n_iter_no_change=1, tol=1e6, predict_samples=8, random_state=0)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", PoorFitWarning)
@@ -439,10 +444,14 @@ def test_early_stopping_auto_equals_the_value_it_stands_for(Est, hidden):
         short = Est(**{**common, "max_iter": 1}).fit(X, y)
         short_off = Est(**{**common, "max_iter": 1}, early_stopping=False).fit(X, y)
         longer = Est(**{**common, "max_iter": 2}).fit(X, y)
-    np.testing.assert_array_equal(auto.predict_proba(X), explicit.predict_proba(X))
-    assert not np.array_equal(auto.predict_proba(X), other.predict_proba(X))
+
+    def out(est):
+        return est.predict_proba(X) if clf else est.predict(X)
+
+    np.testing.assert_array_equal(out(auto), out(explicit))
+    assert not np.array_equal(out(auto), out(other))
     assert hasattr(auto, "validation_scores_") == large
-    np.testing.assert_array_equal(short.predict_proba(X), short_off.predict_proba(X))
+    np.testing.assert_array_equal(out(short), out(short_off))
     assert not hasattr(short, "validation_scores_")
     assert hasattr(longer, "validation_scores_") == large
     # a refit at a value that does not stop early drops the last fit's validation scores
