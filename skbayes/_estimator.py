@@ -92,11 +92,12 @@ ADAM_AUTO_LEARNING_RATE = (0.01, 0.001)
 #: pairs against 0.1), 0.1 from there on (the image group: 0.1 better on all 6 pairs).
 MC_DROPOUT_AUTO_RATE = (0.02, 0.1)
 
-#: ``early_stopping='auto'`` of the classifiers that have it, by network size (where ``max_iter``
+#: ``early_stopping='auto'`` of the estimators that have it, by network size (where ``max_iter``
 #: exceeds ``n_iter_no_change``, so that it can stop a fit): off below ``LARGE_NETWORK_WEIGHTS``
-#: weights, on from there (the image group at the estimators' own budget: better than training
-#: to convergence on 4-6 of 6 pairs for Vadam, BBB, MC dropout, noisy K-FAC and noisy EK-FAC;
-#: SLANG and VOGN keep False).
+#: weights, on from there (classifiers: the image group at the estimators' own budget, better
+#: than training to convergence on 4-6 of 6 pairs for Vadam, BBB, MC dropout, noisy K-FAC and
+#: noisy EK-FAC, SLANG and VOGN keep False; regressors: on wide regression networks a higher
+#: test log-likelihood on all four sets for SLANG and noisy K-FAC, the others keep False).
 EARLY_STOPPING_BY_SIZE = (False, True)
 
 #: ``predict_samples='auto'`` (the classifiers' and ``MCDropoutRegressor``'s default):
