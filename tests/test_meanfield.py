@@ -100,8 +100,14 @@ def test_vogn_parameters_are_slangs_without_rank(Vogn, Slang):
     # share the step decay and 'auto' kl_weight and predictive, whose values differ by network size
     assert est.get_params()["learning_rate"] == 0.05 and est.get_params()["beta"] == "auto"
     assert slang["learning_rate"] == 0.01 and slang["beta"] == "auto"
-    if Vogn is VOGNRegressor:
-        own = {"kl_weight": 0.3, "predictive": "sampled", "prior_precision": "auto", "decay_epochs": None}
+    if Vogn is VOGNRegressor:  # and early stopping, 'auto' for SLANG's regressor only
+        own = {
+            "kl_weight": 0.3,
+            "predictive": "sampled",
+            "prior_precision": "auto",
+            "decay_epochs": None,
+            "early_stopping": False,
+        }
     else:
         own = {"kl_weight": "auto", "predictive": "auto", "decay_epochs": 30}
     assert {k: est.get_params()[k] for k in own} == own
@@ -212,13 +218,16 @@ def test_vadam_shares_slangs_defaults(Est):
     and constant steps for Vadam's regressor, 0.3 and a decay for Vprop;
     test_vadam_auto_temperature_and_decay_by_method), and the classifier's ``prior_precision``
     (None: 3 for Vadam, 1 for Vprop; test_auto_defaults.py) and ``early_stopping`` ('auto': on
-    large networks, where SLANG's classifier keeps False)."""
+    large networks, where SLANG's classifier keeps False; the regressor's False, where SLANG's
+    regressor is 'auto')."""
     slang = (SLANGRegressor if Est is VadamRegressor else SLANGClassifier)().get_params()
     own = {"method", "learning_rate", "beta1", "beta2", "max_iter", "tol", "predictive", "kl_weight", "decay_epochs"}
+    own |= {"early_stopping"}
     if Est is VadamClassifier:
-        own |= {"prior_precision", "early_stopping"}
+        own |= {"prior_precision"}
         assert Est().get_params()["prior_precision"] is None
-        assert Est().get_params()["early_stopping"] == "auto"
+    assert Est().get_params()["early_stopping"] == ("auto" if Est is VadamClassifier else False)
+    assert slang["early_stopping"] == ("auto" if Est is VadamRegressor else False)
     assert Est().get_params()["decay_epochs"] == "auto"
     assert Est().get_params()["predictive"] == ("auto" if Est is VadamClassifier else "sampled")
     assert Est().get_params()["kl_weight"] == "auto"

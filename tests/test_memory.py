@@ -149,7 +149,8 @@ def test_the_limit_is_the_shared_one(Est, monkeypatch):
 
 
 def test_custom_module_is_estimated_without_being_built(monkeypatch):
-    """A module callable is built on the 'meta' device for the estimate (no memory)."""
+    """A module callable is built on the 'meta' device for the estimate (no memory), and for
+    sizing the 'auto' defaults (``early_stopping``), never for real before the estimate."""
     built = []
 
     def module(n_in, n_out):
@@ -159,6 +160,10 @@ def test_custom_module_is_estimated_without_being_built(monkeypatch):
     X, y = _data(skbayes.NoisyKFACRegressor)
     with pytest.raises(MemoryLimitError, match="200001x200001"):
         skbayes.NoisyKFACRegressor(module=module).fit(X, y)
+    assert built == ["meta", "meta"]
+    built.clear()
+    with pytest.raises(MemoryLimitError, match="200001x200001"):
+        skbayes.NoisyKFACRegressor(module=module, early_stopping=False).fit(X, y)
     assert built == ["meta"]
 
 
