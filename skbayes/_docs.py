@@ -421,6 +421,7 @@ CLASSIFIER_PARAMS: dict[str, Entry] = {
     ),
 }
 
+
 def _early_stopping_auto(evidence: str) -> Entry:
     """The ``early_stopping`` entry of an estimator whose default is 'auto' (by network size):
     the shared text, what 'auto' stands for, and ``evidence`` (the protocol's finding)."""

@@ -1682,8 +1682,7 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
         the mixture over up to 16 weight samples."""
         if self._uses_glm(posterior):
             mean, cov = linearized_moments(cast("CovarianceTensors", posterior), self._forward, Xv)
-            noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=cov.dtype, device=cov.device)
-            var = torch.diagonal(cov, dim1=-2, dim2=-1).clamp_min(0.0) + noise
+            var = self._glm_variance(cov, cov.dtype)
             y = self._tensor(yv).reshape(mean.shape)
             lp = (-0.5 * (y - mean) ** 2 / var - 0.5 * torch.log(2 * math.pi * var)).sum(-1)
             return float(lp.mean()) if wv is None else _weighted_mean(lp, wv)
@@ -1793,15 +1792,20 @@ class BayesianNetworkRegressor(PredictIntervalMixin, RegressorMixin, BayesianNet
         """
         return self._fit(X, y, incremental=True, sample_weight=sample_weight, n_samples_total=n_samples_total)
 
+    def _glm_variance(self, cov: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """The linearised predictive's variance ``(n, k)`` in ``dtype``: the diagonal of the
+        outputs' covariance ``cov`` plus the noise variance."""
+        var = torch.diagonal(cov, dim1=-2, dim2=-1).to(dtype).clamp_min(0.0)
+        return var + torch.as_tensor(self._likelihood.noise.noise_variance, dtype=dtype, device=var.device)
+
     def _moments(self, X: ArrayLike) -> tuple[torch.Tensor, torch.Tensor]:
         check_is_fitted(self, "posterior_")
         if self._uses_glm():
             mean, cov = self._glm_moments(X)
-            var = torch.diagonal(cov, dim1=-2, dim2=-1).double().clamp_min(0.0)
-            noise = torch.as_tensor(self._likelihood.noise.noise_variance, dtype=var.dtype, device=var.device)
+            var = self._glm_variance(cov, torch.float64)
             if self._is_multi():
-                return mean.double(), var + noise
-            return mean[:, 0].double(), var[:, 0] + noise
+                return mean.double(), var
+            return mean[:, 0].double(), var[:, 0]
         noise_variance = self._likelihood.noise.noise_variance
         if self._is_multi():
             noise = torch.as_tensor(noise_variance, dtype=torch.float64)
@@ -2188,9 +2192,8 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         S = min(self._n_predict_samples(), 16)
         if self._uses_glm(posterior):
             mean, cov = linearized_moments(cast("CovarianceTensors", posterior), self._forward, Xv)
-            glm_link = self._glm_link()
-            if glm_link != "mc" or len(self.classes_) == 2:
-                link = pairwise_probit_proba if glm_link == "pairwise" else probit_proba
+            link = self._closed_form_link()
+            if link is not None:
                 p = link(mean.double(), cov.double())
             else:
                 gen = torch.Generator(device=self._device).manual_seed(int(self._predict_seed))
@@ -2308,10 +2311,9 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
             Columns follow ``classes_``.
         """
         check_is_fitted(self, "posterior_")
-        glm_link = self._glm_link()
-        if self._uses_glm() and (glm_link != "mc" or len(self.classes_) == 2):
+        link = self._closed_form_link() if self._uses_glm() else None
+        if link is not None:
             mean, cov = self._glm_moments(X)
-            link = pairwise_probit_proba if glm_link == "pairwise" else probit_proba
             p = link(mean.double(), cov.double()).cpu().numpy()
         else:
             (p,) = self._predict_rows(X, lambda f: (self._probs(f).mean(0),))
@@ -2320,6 +2322,15 @@ class BayesianNetworkClassifier(ClassifierMixin, BayesianNetwork):
         # rows of a float32 average sum to 1 only to ~1e-7: renormalise in float64 so that
         # scikit-learn's metrics (which check the sums at float64 precision) accept them
         return p / p.sum(axis=1, keepdims=True)
+
+    def _closed_form_link(self) -> Callable[[torch.Tensor, torch.Tensor], torch.Tensor] | None:
+        """The ``glm_link`` that maps Gaussian logits' mean and covariance to probabilities in
+        closed form (pairwise probit, or probit; either for two classes), or None for the
+        'mc' link of more than two classes, whose probabilities average draws of the logits."""
+        glm_link = self._glm_link()
+        if glm_link == "mc" and len(self.classes_) != 2:
+            return None
+        return pairwise_probit_proba if glm_link == "pairwise" else probit_proba
 
     def _glm_link(self) -> str:
         """How ``predictive='glm'`` turns Gaussian logits into probabilities for more than
